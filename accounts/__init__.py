@@ -1,0 +1,1 @@
+"""The control plane: accounts, plans, keys, usage. Built in issue 4."""

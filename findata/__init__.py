@@ -1,0 +1,1 @@
+"""What every part of findata shares: settings, the clock, the command line."""

@@ -1,0 +1,225 @@
+"""The ``findata`` command line (Typer).
+
+Commands of DESIGN.md's interface contract that belong to issues not built yet say so on stderr
+and exit with status 2; none of them pretends to work.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from enum import StrEnum
+from typing import Annotated, NoReturn
+
+import typer
+
+from findata.clock import get_clock, utc_today
+from findata.settings import get_settings
+
+app = typer.Typer(
+    help="findata: financial data pipeline and API.", no_args_is_help=True, add_completion=False
+)
+accounts_app = typer.Typer(help="Accounts of the control plane.", no_args_is_help=True)
+keys_app = typer.Typer(help="API keys.", no_args_is_help=True)
+webhooks_app = typer.Typer(help="Webhook endpoints and deliveries.", no_args_is_help=True)
+db_app = typer.Typer(help="Control-plane database.", no_args_is_help=True)
+contracts_app = typer.Typer(help="Data contracts.", no_args_is_help=True)
+landing_app = typer.Typer(help="Landing files.", no_args_is_help=True)
+ips_app = typer.Typer(help="Refused IP addresses for keyless access.", no_args_is_help=True)
+for name, sub in (
+    ("accounts", accounts_app),
+    ("keys", keys_app),
+    ("webhooks", webhooks_app),
+    ("db", db_app),
+    ("contracts", contracts_app),
+    ("landing", landing_app),
+    ("ips", ips_app),
+):
+    app.add_typer(sub, name=name)
+
+NOT_BUILT_EXIT = 2
+
+
+class Size(StrEnum):
+    small = "small"
+    large = "large"
+
+
+def _not_built(what: str, issue: int) -> NoReturn:
+    typer.echo(f"findata: {what} is not built yet (issue #{issue}); nothing was done.", err=True)
+    raise typer.Exit(NOT_BUILT_EXIT)
+
+
+def _print_json(value: object) -> None:
+    sys.stdout.write(json.dumps(value, indent=2, default=str) + "\n")
+
+
+@app.command()
+def demo(
+    size: Annotated[Size, typer.Option(help="small (default) or large (benchmarks).")] = Size.small,
+    no_serve: Annotated[bool, typer.Option("--no-serve", help="Stop after the pipeline.")] = False,
+    port: Annotated[int, typer.Option(help="Port of the API.")] = 8000,
+    seed: Annotated[int | None, typer.Option(help="Seed of the generator.")] = None,
+) -> None:
+    """Generate the demo universe if landing is empty, run the pipeline, then serve the API."""
+    from orchestration.demo.generate import DEFAULT_SEED, generate_demo, landing_is_empty
+
+    settings = get_settings()
+    if landing_is_empty(settings.landing_dir):
+        result = generate_demo(
+            settings.landing_dir,
+            settings.demo_dir,
+            size=size.value,
+            seed=DEFAULT_SEED if seed is None else seed,
+            today=utc_today(get_clock()),
+        )
+        typer.echo(
+            f"demo: wrote {result.files} landing files under {result.landing_dir} "
+            f"(data through {result.as_of}); scenarios in {result.scenarios_path}"
+        )
+    else:
+        typer.echo(f"demo: landing {settings.landing_dir} is not empty; using what is there")
+    typer.echo(
+        "demo: the pipeline (landing -> dbt -> checks -> publish) is not built yet "
+        "(issue #3); `findata landing check` reads the landing files with the readers."
+    )
+    if not no_serve:
+        _not_built(f"serving the API on port {port}", 4)
+
+
+@landing_app.command("check")
+def landing_check() -> None:
+    """Read every landing file with its real-format reader; print rows per source as JSON."""
+    from orchestration.landing import read_all_landing
+
+    _print_json(read_all_landing(get_settings().landing_dir).summary())
+
+
+@app.command()
+def refresh() -> None:
+    """Run the whole pipeline once on what is in landing; print the new version."""
+    _not_built("the pipeline", 3)
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option()] = "127.0.0.1",
+    port: Annotated[int, typer.Option()] = 8000,
+    workers: Annotated[int, typer.Option()] = 1,
+) -> None:
+    """Serve the API."""
+    _not_built(f"the API server ({host}:{port}, {workers} worker(s))", 4)
+
+
+@app.command()
+def ui() -> None:
+    """The Dagster UI on the same FINDATA_HOME, port 3000."""
+    _not_built("the Dagster definitions", 3)
+
+
+@accounts_app.command("create")
+def accounts_create(
+    email: Annotated[str, typer.Option()], plan: Annotated[str, typer.Option()]
+) -> None:
+    """Create an account; prints JSON with account_id."""
+    _not_built("the control plane", 4)
+
+
+@accounts_app.command("disable")
+def accounts_disable(account_id: str) -> None:
+    """Disable an account."""
+    _not_built("the control plane", 4)
+
+
+@accounts_app.command("enable")
+def accounts_enable(account_id: str) -> None:
+    """Enable an account."""
+    _not_built("the control plane", 4)
+
+
+@accounts_app.command("set-plan")
+def accounts_set_plan(account_id: str, plan: str) -> None:
+    """Move an account to another plan."""
+    _not_built("the control plane", 4)
+
+
+@keys_app.command("create")
+def keys_create(
+    account: Annotated[str | None, typer.Option()] = None,
+    email: Annotated[str | None, typer.Option()] = None,
+    plan: Annotated[str | None, typer.Option()] = None,
+) -> None:
+    """Create an API key; prints JSON with account_id and key."""
+    _not_built("the control plane", 4)
+
+
+@keys_app.command("revoke")
+def keys_revoke(key: str) -> None:
+    """Revoke an API key."""
+    _not_built("the control plane", 4)
+
+
+@db_app.command("upgrade")
+def db_upgrade() -> None:
+    """Apply the control-plane migrations."""
+    _not_built("the control plane", 4)
+
+
+@contracts_app.command("check")
+def contracts_check() -> None:
+    """Run the data contracts on the current build and write Great Expectations data docs."""
+    _not_built("the data contracts", 3)
+
+
+@ips_app.command("block")
+def ips_block(ip: str) -> None:
+    """Refuse keyless requests from IP."""
+    _not_built("keyless limits", 6)
+
+
+@ips_app.command("unblock")
+def ips_unblock(ip: str) -> None:
+    """Accept keyless requests from IP again."""
+    _not_built("keyless limits", 6)
+
+
+@webhooks_app.command("add")
+def webhooks_add(url: str, account: Annotated[str, typer.Option()]) -> None:
+    """Add an endpoint; prints JSON with endpoint_id and secret (shown once)."""
+    _not_built("webhooks", 7)
+
+
+@webhooks_app.command("list")
+def webhooks_list(account: Annotated[str, typer.Option()]) -> None:
+    """List an account's endpoints."""
+    _not_built("webhooks", 7)
+
+
+def _endpoint_command(name: str, doc: str) -> None:
+    def command(endpoint_id: str) -> None:
+        _not_built("webhooks", 7)
+
+    command.__doc__ = doc
+    webhooks_app.command(name)(command)
+
+
+for _name, _doc in (
+    ("pause", "Pause an endpoint."),
+    ("resume", "Resume an endpoint."),
+    ("test", "Send a webhook.test event."),
+    ("rotate-secret", "Rotate an endpoint's signing secret."),
+    ("log", "An endpoint's delivery log (JSON array, newest first)."),
+):
+    _endpoint_command(_name, _doc)
+
+
+@webhooks_app.command("resend")
+def webhooks_resend(delivery_id: str) -> None:
+    """Resend a delivery."""
+    _not_built("webhooks", 7)
+
+
+@webhooks_app.command("worker")
+def webhooks_worker(once: Annotated[bool, typer.Option("--once")] = False) -> None:
+    """Send due deliveries (``--once``: send what is due, then exit)."""
+    _not_built("webhooks", 7)

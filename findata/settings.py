@@ -1,0 +1,63 @@
+"""All configuration in one place, read from ``FINDATA_*`` environment variables."""
+
+from __future__ import annotations
+
+from functools import cached_property
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    """Process-wide settings; every path a run writes lives under ``home``."""
+
+    model_config = SettingsConfigDict(env_prefix="FINDATA_", extra="ignore")
+
+    home: Path = Field(default=Path(".findata"), description="Everything a run writes.")
+    database_url: str | None = Field(
+        default=None,
+        description="Control-plane database; default SQLite under home.",
+    )
+    webhooks_allow_private: bool = Field(
+        default=False,
+        description="UNSAFE: let webhook endpoints on loopback through (local development only).",
+    )
+    webhooks_ca_bundle: Path | None = Field(
+        default=None, description="Extra CA the webhook sender trusts."
+    )
+
+    @cached_property
+    def home_dir(self) -> Path:
+        """``home`` made absolute, so a later ``chdir`` cannot move it."""
+        return self.home.expanduser().resolve()
+
+    @property
+    def landing_dir(self) -> Path:
+        """Raw files in their publishers' formats."""
+        return self.home_dir / "landing"
+
+    @property
+    def published_dir(self) -> Path:
+        """Immutable published versions (DuckDB files)."""
+        return self.home_dir / "published"
+
+    @property
+    def demo_dir(self) -> Path:
+        """The demo's manifest (``scenarios.json``)."""
+        return self.home_dir / "demo"
+
+    @property
+    def dagster_home(self) -> Path:
+        """The Dagster instance directory."""
+        return self.home_dir / "dagster"
+
+    @property
+    def control_plane_url(self) -> str:
+        """The control-plane database URL, SQLite under home unless configured."""
+        return self.database_url or f"sqlite:///{self.home_dir / 'control.sqlite'}"
+
+
+def get_settings() -> Settings:
+    """Read the settings from the environment now (not cached: tests change it)."""
+    return Settings()

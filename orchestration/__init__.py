@@ -1,0 +1,1 @@
+"""Dagster side of findata: source readers, the demo-universe generator, assets and schedules."""

@@ -1,0 +1,373 @@
+"""Quarterly and annual filings (10-Q, 10-K, 10-K/A) as XBRL facts, the way companyfacts lists them.
+
+Every issuer reports calendar fiscal years. A 10-Q reports its quarter and, as comparatives, the
+same quarter a year earlier and the last year-end balance sheet; a 10-K reports the year and the
+year before. One issuer files a 10-K/A restating an earlier year, and the next 10-K's comparatives
+carry the restated figures: the same period then has two values known from two dates.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from orchestration.demo.documents import CompanyFacts, Fact, FilingIndexEntry
+from orchestration.demo.prices import PriceHistory
+from orchestration.demo.universe import Issuer, Universe
+
+# first fiscal year with XBRL financial data for every filer (SEC's phase-in ended in 2011)
+FIRST_XBRL_YEAR = 2011
+
+FLOW_TAGS = (
+    "Revenues",
+    "CostOfRevenue",
+    "GrossProfit",
+    "OperatingIncomeLoss",
+    "NetIncomeLoss",
+    "NetCashProvidedByUsedInOperatingActivities",
+)
+STOCK_TAGS = (
+    "Assets",
+    "Liabilities",
+    "StockholdersEquity",
+    "CashAndCashEquivalentsAtCarryingValue",
+)
+PER_SHARE_TAGS = ("EarningsPerShareBasic", "EarningsPerShareDiluted")
+SHARE_TAGS = ("WeightedAverageNumberOfSharesOutstandingBasic",)
+
+LABELS: dict[str, tuple[str, str]] = {
+    "Revenues": ("Revenues", "Amount of revenue recognized from goods sold and services rendered."),
+    "CostOfRevenue": ("Cost of Revenue", "Cost of product sold and service rendered."),
+    "GrossProfit": ("Gross Profit", "Revenue less cost of revenue."),
+    "OperatingIncomeLoss": ("Operating Income (Loss)", "Net result of operating activities."),
+    "NetIncomeLoss": ("Net Income (Loss) Attributable to Parent", "Profit or loss for the period."),
+    "NetCashProvidedByUsedInOperatingActivities": (
+        "Net Cash Provided by (Used in) Operating Activities",
+        "Cash flow from operations.",
+    ),
+    "Assets": ("Assets", "Sum of the carrying amounts of all assets."),
+    "Liabilities": ("Liabilities", "Sum of the carrying amounts of all liabilities."),
+    "StockholdersEquity": ("Stockholders' Equity Attributable to Parent", "Total equity."),
+    "CashAndCashEquivalentsAtCarryingValue": (
+        "Cash and Cash Equivalents, at Carrying Value",
+        "Cash and short-term, highly liquid investments.",
+    ),
+    "EarningsPerShareBasic": ("Earnings Per Share, Basic", "Net income per basic share."),
+    "EarningsPerShareDiluted": ("Earnings Per Share, Diluted", "Net income per diluted share."),
+    "WeightedAverageNumberOfSharesOutstandingBasic": (
+        "Weighted Average Number of Shares Outstanding, Basic",
+        "Average basic shares.",
+    ),
+    "EntityCommonStockSharesOutstanding": (
+        "Entity Common Stock, Shares Outstanding",
+        "Shares outstanding on the cover date.",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Period:
+    """A reporting period: a quarter (``quarter`` 1-4) or a fiscal year (``quarter`` None)."""
+
+    year: int
+    quarter: int | None
+
+    @property
+    def start(self) -> dt.date:
+        return dt.date(self.year, 1 if self.quarter is None else 3 * self.quarter - 2, 1)
+
+    @property
+    def end(self) -> dt.date:
+        month = 12 if self.quarter is None else 3 * self.quarter
+        return dt.date(self.year + month // 12, month % 12 + 1, 1) - dt.timedelta(days=1)
+
+    @property
+    def frame(self) -> str:
+        return f"CY{self.year}" if self.quarter is None else f"CY{self.year}Q{self.quarter}"
+
+    def previous_year(self) -> Period:
+        return Period(self.year - 1, self.quarter)
+
+
+@dataclass
+class IssuerFilings:
+    """What one issuer filed: its facts and the index entries of its filings."""
+
+    facts: list[Fact] = field(default_factory=list)
+    index: list[FilingIndexEntry] = field(default_factory=list)
+    restatement: tuple[dt.date, dt.date, dt.date] | None = None  # (period_end, first, restated)
+
+
+class AccessionCounter:
+    """Accession numbers ``<filer cik>-<yy>-<sequence>``, unique per filer and year."""
+
+    def __init__(self) -> None:
+        self._next: dict[tuple[str, int], int] = defaultdict(int)
+
+    def next(self, filer_cik: str, filed: dt.date) -> str:
+        key = (filer_cik, filed.year)
+        self._next[key] += 1
+        return f"{filer_cik.zfill(10)}-{filed.year % 100:02d}-{self._next[key]:06d}"
+
+
+def _shares_on(issuer: Issuer, history: PriceHistory, day: dt.date) -> float:
+    """Shares outstanding of all the issuer's listed classes on ``day`` (last known)."""
+    total = 0.0
+    for security in issuer.securities:
+        rows = history.rows_of(security.entity_id)
+        if rows is None or rows.empty:
+            continue
+        position = max(int(rows["date"].searchsorted(np.datetime64(day), side="right")) - 1, 0)
+        total += float(rows["shares_outstanding"].iloc[position])
+    return total
+
+
+def _period_values(
+    rng: np.random.Generator,
+    base_revenue: float,
+    margins: dict[str, float],
+    period: Period,
+    shares: float,
+) -> dict[str, float]:
+    """One period's figures; quarters are a quarter of the year with a seasonal wobble."""
+    years = period.year - FIRST_XBRL_YEAR
+    revenue = base_revenue * (1 + margins["growth"]) ** years
+    if period.quarter is not None:
+        revenue = revenue / 4 * (1 + 0.06 * np.sin(period.quarter))
+    revenue = round(revenue * float(rng.uniform(0.97, 1.03)), -3)
+    cost = round(revenue * (1 - margins["gross"]), -3)
+    operating = round(revenue * margins["operating"], -3)
+    net = round(revenue * margins["net"], -3)
+    assets = round(base_revenue * margins["asset_turn"] * (1 + margins["growth"]) ** years, -3)
+    liabilities = round(assets * margins["leverage"], -3)
+    eps = round(net / shares, 2) if shares else 0.0
+    return {
+        "Revenues": revenue,
+        "CostOfRevenue": cost,
+        "GrossProfit": revenue - cost,
+        "OperatingIncomeLoss": operating,
+        "NetIncomeLoss": net,
+        "NetCashProvidedByUsedInOperatingActivities": round(net * 1.2 + revenue * 0.03, -3),
+        "Assets": assets,
+        "Liabilities": liabilities,
+        "StockholdersEquity": assets - liabilities,
+        "CashAndCashEquivalentsAtCarryingValue": round(assets * 0.11, -3),
+        "EarningsPerShareBasic": eps,
+        "EarningsPerShareDiluted": round(eps * 0.98, 2),
+        "WeightedAverageNumberOfSharesOutstandingBasic": round(shares),
+    }
+
+
+def _filing_facts(
+    values: dict[Period, dict[str, float]],
+    current: Period,
+    comparatives: list[Period],
+    balance_dates: list[tuple[Period, dt.date]],
+    accession: str,
+    form: str,
+    filed: dt.date,
+    cover_shares: float | None,
+) -> list[Fact]:
+    """The facts of one 10-Q or 10-K: flows for each period, balances at each date."""
+    fp = "FY" if current.quarter is None else f"Q{current.quarter}"
+    common = {"accession": accession, "fy": current.year, "fp": fp, "form": form, "filed": filed}
+    facts: list[Fact] = []
+    for period in (current, *comparatives):
+        figures = values[period]
+        for tag in (*FLOW_TAGS, *PER_SHARE_TAGS, *SHARE_TAGS):
+            unit = (
+                "USD/shares" if tag in PER_SHARE_TAGS else "shares" if tag in SHARE_TAGS else "USD"
+            )
+            facts.append(
+                Fact("us-gaap", tag, unit, period.end, figures[tag], start=period.start, **common)
+            )
+    for period, day in balance_dates:
+        for tag in STOCK_TAGS:
+            facts.append(Fact("us-gaap", tag, "USD", day, values[period][tag], **common))
+    if cover_shares is not None:
+        cover_date = filed - dt.timedelta(days=10)
+        facts.append(
+            Fact(
+                "dei",
+                "EntityCommonStockSharesOutstanding",
+                "shares",
+                cover_date,
+                round(cover_shares),
+                **common,
+            )
+        )
+    return facts
+
+
+def assign_frames(facts: list[Fact]) -> list[Fact]:
+    """Give each calendar period's frame to its latest-filed fact, as SEC's frames do."""
+    latest: dict[tuple, int] = {}
+    for position, fact in enumerate(facts):
+        key = (fact.taxonomy, fact.tag, fact.unit, fact.start, fact.end)
+        if key not in latest or (fact.filed, fact.accession) >= (
+            facts[latest[key]].filed,
+            facts[latest[key]].accession,
+        ):
+            latest[key] = position
+    framed = list(facts)
+    for position in latest.values():
+        framed[position] = _with_frame(facts[position])
+    return framed
+
+
+def _with_frame(fact: Fact) -> Fact:
+    from dataclasses import replace
+
+    if fact.start is None:
+        quarter = (fact.end.month - 1) // 3 + 1
+        if fact.end != Period(fact.end.year, quarter).end:
+            return fact  # cover-page dates are not calendar instants
+        return replace(fact, frame=f"CY{fact.end.year}Q{quarter}I")
+    days = (fact.end - fact.start).days
+    if days > 300:
+        return replace(fact, frame=f"CY{fact.end.year}")
+    return replace(fact, frame=f"CY{fact.end.year}Q{(fact.end.month - 1) // 3 + 1}")
+
+
+def build_issuer_filings(
+    rng: np.random.Generator,
+    issuer: Issuer,
+    history: PriceHistory,
+    as_of: dt.date,
+    accessions: AccessionCounter,
+    restate: bool,
+) -> IssuerFilings:
+    """Every 10-Q and 10-K the issuer filed up to ``as_of`` (and a 10-K/A when ``restate``)."""
+    listed = min(s.listed for s in issuer.securities)
+    first_year = max(FIRST_XBRL_YEAR, listed.year)
+    shares0 = _shares_on(issuer, history, dt.date(first_year, 6, 30)) or 1e8
+    price0 = history.close_on(issuer.securities[0].entity_id, dt.date(first_year, 6, 30)) or 20.0
+    base_revenue = shares0 * price0 / float(rng.uniform(1.5, 6.0))
+    gross = float(rng.uniform(0.25, 0.7))
+    margins = {
+        "growth": float(rng.normal(0.05, 0.06)),
+        "gross": gross,
+        "operating": gross * float(rng.uniform(0.15, 0.5)),
+        "net": gross * float(rng.uniform(-0.1, 0.35)),
+        "asset_turn": float(rng.uniform(0.8, 3.0)),
+        "leverage": float(rng.uniform(0.3, 0.75)),
+    }
+    multi_class = len({s.share_class for s in issuer.securities}) > 1
+    values: dict[Period, dict[str, float]] = {}
+
+    def figures(period: Period) -> dict[str, float]:
+        if period not in values:
+            values[period] = _period_values(
+                rng, base_revenue, margins, period, _shares_on(issuer, history, period.end)
+            )
+        return values[period]
+
+    result = IssuerFilings()
+    # a company whose stock left the exchange may go on filing (issuer-level data stays)
+    filing_until = (
+        as_of if issuer.issuer_tickers else max((s.delisted or as_of) for s in issuer.securities)
+    )
+    restated_year = as_of.year - 2 if restate else None
+    for year in range(first_year, as_of.year + 1):
+        for quarter in (1, 2, 3, None):
+            period = Period(year, quarter)
+            lag = int(rng.integers(55, 75)) if quarter is None else int(rng.integers(30, 45))
+            filed = period.end + dt.timedelta(days=lag)
+            if filed > as_of or period.end > filing_until:
+                continue
+            for p in (period, period.previous_year()):
+                figures(p)
+            prior_year_end = Period(year - 1, None)
+            figures(prior_year_end)
+            form = "10-K" if quarter is None else "10-Q"
+            accession = accessions.next(issuer.cik, filed)
+            balance = [
+                (period if quarter is not None else Period(year, None), period.end),
+                (prior_year_end, prior_year_end.end),
+            ]
+            cover = None if multi_class else _shares_on(issuer, history, filed)
+            result.facts += _filing_facts(
+                values, period, [period.previous_year()], balance, accession, form, filed, cover
+            )
+            result.index.append(_index_entry(issuer, accession, filed, period.end, form))
+            if quarter is None and year == restated_year:
+                restated_filed = filed + dt.timedelta(days=int(rng.integers(100, 130)))
+                if restated_filed <= as_of:
+                    _restate(values, period)
+                    amended = accessions.next(issuer.cik, restated_filed)
+                    result.facts += _filing_facts(
+                        values,
+                        period,
+                        [],
+                        [(period, period.end)],
+                        amended,
+                        "10-K/A",
+                        restated_filed,
+                        None,
+                    )
+                    result.index.append(
+                        _index_entry(issuer, amended, restated_filed, period.end, "10-K/A")
+                    )
+                    result.restatement = (period.end, filed, restated_filed)
+    result.facts = assign_frames(result.facts)
+    return result
+
+
+def _restate(values: dict[Period, dict[str, float]], period: Period) -> None:
+    """Lower the year's revenue and income by a few percent (an accounting correction)."""
+    figures = dict(values[period])
+    for tag, factor in (
+        ("Revenues", 0.96),
+        ("GrossProfit", 0.94),
+        ("OperatingIncomeLoss", 0.9),
+        ("NetIncomeLoss", 0.88),
+    ):
+        figures[tag] = round(figures[tag] * factor, -3)
+    figures["CostOfRevenue"] = figures["Revenues"] - figures["GrossProfit"]
+    shares = figures["WeightedAverageNumberOfSharesOutstandingBasic"]
+    figures["EarningsPerShareBasic"] = round(figures["NetIncomeLoss"] / shares, 2)
+    figures["EarningsPerShareDiluted"] = round(figures["EarningsPerShareBasic"] * 0.98, 2)
+    values[period] = figures
+
+
+def _index_entry(
+    issuer: Issuer, accession: str, filed: dt.date, report: dt.date, form: str
+) -> FilingIndexEntry:
+    stem = issuer.securities[0].tickers[-1].ticker.lower().replace("-", "")
+    kind = {"10-K": "10-K", "10-Q": "10-Q", "10-K/A": "10-K/A"}[form]
+    return FilingIndexEntry(
+        accession=accession,
+        filing_date=filed,
+        report_date=report,
+        form=form,
+        primary_document=f"{stem}-{report:%Y%m%d}.htm",
+        primary_doc_description=kind,
+        size=1_200_000 + (int(accession[-6:]) * 7919) % 900_000,
+        is_xbrl=True,
+    )
+
+
+def company_facts(issuer: Issuer, filings: IssuerFilings) -> CompanyFacts:
+    """The companyfacts document of one issuer."""
+    return CompanyFacts(
+        cik=issuer.cik10, entity_name=issuer.name, facts=tuple(filings.facts), labels=LABELS
+    )
+
+
+def filings_of_universe(
+    rng: np.random.Generator,
+    universe: Universe,
+    history: PriceHistory,
+    accessions: AccessionCounter,
+    restating_issuer: Issuer,
+) -> dict[int, IssuerFilings]:
+    """Every issuer's 10-Q/10-K filings, keyed by issuer entity_id."""
+    return {
+        issuer.entity_id: build_issuer_filings(
+            rng, issuer, history, universe.as_of, accessions, restate=issuer is restating_issuer
+        )
+        for issuer in universe.issuers
+    }

@@ -1,0 +1,217 @@
+"""``findata demo``'s generation step: the seeded universe written into landing, plus the manifest.
+
+Everything random comes from one ``numpy`` generator seeded by ``seed`` and drawn in a fixed
+order, and every file is written in a fixed order and format, so the same seed and the same
+``today`` give byte-identical files.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from orchestration.demo import sec_formats
+from orchestration.demo.calendar import trading_sessions
+from orchestration.demo.documents import (
+    Address,
+    FilingIndexEntry,
+    Form4Filing,
+    FormerName,
+    Submissions,
+)
+from orchestration.demo.fundamentals import (
+    AccessionCounter,
+    IssuerFilings,
+    company_facts,
+    filings_of_universe,
+)
+from orchestration.demo.holdings import build_13f_filings, build_managers
+from orchestration.demo.indexes import build_indexes
+from orchestration.demo.insiders import add_amendment, build_form4_filings
+from orchestration.demo.landing_csv import (
+    write_corporate_actions,
+    write_index_membership,
+    write_prices,
+    write_security_master,
+)
+from orchestration.demo.prices import simulate_prices
+from orchestration.demo.scenarios import build_scenarios
+from orchestration.demo.sizes import SIZES
+from orchestration.demo.universe import SIC_DESCRIPTIONS, Issuer, Universe, build_universe
+
+DEFAULT_SEED = 20_240_601
+_EXCHANGE_NAMES = {"XNYS": "NYSE", "XNAS": "Nasdaq"}
+
+
+@dataclass(frozen=True)
+class DemoResult:
+    """What a generation wrote."""
+
+    landing_dir: Path
+    scenarios_path: Path
+    as_of: dt.date
+    files: int
+
+
+def landing_is_empty(landing_dir: Path) -> bool:
+    """True when landing holds no file at all (the demo only fills an empty landing)."""
+    return not landing_dir.exists() or not any(p.is_file() for p in landing_dir.rglob("*"))
+
+
+def _ordinary_issuers(universe: Universe) -> list[Issuer]:
+    """Issuers not built for a scenario, with one security trading over the whole history."""
+    special_ids = {universe.special["plain"].issuer.entity_id}
+    first, as_of = universe.sessions[0].date(), universe.as_of
+    return [
+        i
+        for i in universe.issuers[10:]
+        if i.entity_id not in special_ids
+        and len(i.securities) == 1
+        and i.securities[0].listed == first
+        and i.securities[0].delisted is None
+        and not i.issuer_tickers
+        and i.securities[0].ticker_on(as_of)
+    ]
+
+
+def _submissions(
+    issuer: Issuer, filings: IssuerFilings, form4s: list[Form4Filing], as_of: dt.date
+) -> Submissions:
+    """The submissions document of an issuer: current tickers and every filing, newest first."""
+    tickers: list[str] = []
+    exchanges: list[str] = []
+    for security in issuer.securities:
+        for period in security.tickers:
+            current = period.valid_from <= as_of and (
+                period.valid_to is None or as_of <= period.valid_to
+            )
+            if current and period.ticker not in tickers:
+                tickers.append(period.ticker)
+                exchanges.append(_EXCHANGE_NAMES[security.exchange])
+    for period in issuer.issuer_tickers:
+        if period.valid_to is None and period.ticker not in tickers:
+            tickers.append(period.ticker)
+            exchanges.append("OTC")
+    index = list(filings.index) + [
+        FilingIndexEntry(
+            accession=f.accession,
+            filing_date=f.filed,
+            report_date=f.period_of_report,
+            form=f.document_type,
+            primary_document=f"xslF345X05/{f.accession}.xml",
+            primary_doc_description="FORM " + f.document_type,
+            size=4_000 + len(f.non_derivative) * 900 + len(f.derivative) * 1_100,
+            is_xbrl=False,
+        )
+        for f in form4s
+        if f.issuer_cik == issuer.cik10
+    ]
+    index.sort(key=lambda e: (e.filing_date, e.accession), reverse=True)
+    city, state, zip_code = issuer.city
+    return Submissions(
+        cik=issuer.cik10,
+        name=issuer.name,
+        entity_type="operating",
+        sic=issuer.sic,
+        sic_description=SIC_DESCRIPTIONS[issuer.sic],
+        tickers=tuple(tickers),
+        exchanges=tuple(exchanges),
+        fiscal_year_end="1231",
+        state_of_incorporation=issuer.state,
+        address=Address(f"{1 + issuer.entity_id % 900} MAIN STREET", city, state, zip_code),
+        former_names=tuple(
+            FormerName(name=name, date_from=start, date_to=end)
+            for name, start, end in issuer.former_names
+        ),
+        filings=tuple(index),
+    )
+
+
+def _write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+
+
+def generate_demo(
+    landing_dir: Path,
+    demo_dir: Path,
+    *,
+    size: str = "small",
+    seed: int = DEFAULT_SEED,
+    today: dt.date,
+) -> DemoResult:
+    """Generate the demo universe into ``landing_dir`` and write ``demo_dir/scenarios.json``.
+
+    Prices run to the last trading day before ``today``; every filing is filed by then.
+    """
+    demo_size = SIZES[size]
+    rng = np.random.default_rng(seed)
+    sessions = trading_sessions(dt.date(today.year - demo_size.years, today.month, 1), today)
+    universe = build_universe(rng, demo_size, sessions)
+    history = simulate_prices(rng, universe)
+    as_of = universe.as_of
+
+    ordinary = _ordinary_issuers(universe)
+    restating, insider_issuers = ordinary[0], ordinary[1 : 1 + demo_size.insider_issuers]
+    accessions = AccessionCounter()
+    filings = filings_of_universe(rng, universe, history, accessions, restating)
+    form4s = build_form4_filings(rng, universe, history, insider_issuers, accessions)
+    insider_issuer = next(
+        i for i in insider_issuers if any(f.derivative for f in form4s if f.issuer_cik == i.cik10)
+    )
+    form4s = add_amendment(form4s, insider_issuer, accessions, as_of)
+    managers = build_managers(rng, demo_size.managers)
+    plain = universe.special["plain"]
+    thirteen_fs = build_13f_filings(
+        rng, universe, history, managers, demo_size.holdings_per_manager, plain, accessions
+    )
+    memberships = build_indexes(
+        rng, universe, history, demo_size.sp500, demo_size.djia, demo_size.ndx100
+    )
+
+    files = 0
+    sec = landing_dir / "sec"
+    for issuer in universe.issuers:
+        issuer_filings = filings[issuer.entity_id]
+        _write(
+            sec / sec_formats.companyfacts_file_name(issuer.cik),
+            sec_formats.companyfacts_json(company_facts(issuer, issuer_filings)),
+        )
+        _write(
+            sec / sec_formats.submissions_file_name(issuer.cik),
+            sec_formats.submissions_json(_submissions(issuer, issuer_filings, form4s, as_of)),
+        )
+        files += 2
+    for form4 in form4s:
+        _write(sec / sec_formats.form4_file_name(form4), sec_formats.form4_xml(form4))
+        files += 1
+    for filing in thirteen_fs:
+        primary, table = sec_formats.form13f_file_names(filing)
+        _write(sec / primary, sec_formats.form13f_primary_doc_xml(filing))
+        _write(sec / table, sec_formats.form13f_information_table_xml(filing))
+        files += 2
+    files += len(write_prices(history, landing_dir / "prices"))
+    write_corporate_actions(history, landing_dir / "corporate_actions" / "corporate_actions.csv")
+    write_security_master(universe, landing_dir / "security_master" / "security_master.csv")
+    write_index_membership(memberships, landing_dir / "index_membership" / "index_membership.csv")
+    files += 3
+
+    scenarios = build_scenarios(
+        universe,
+        history,
+        restating=restating,
+        restatement=filings[restating.entity_id],
+        insider_issuer=insider_issuer,
+        manager=managers[0],
+        thirteen_fs=thirteen_fs,
+        memberships=memberships,
+    )
+    scenarios_path = demo_dir / "scenarios.json"
+    _write(scenarios_path, (json.dumps(scenarios, indent=2, sort_keys=False) + "\n").encode())
+    return DemoResult(
+        landing_dir=landing_dir, scenarios_path=scenarios_path, as_of=as_of, files=files
+    )

@@ -1,0 +1,195 @@
+"""13F-HR filings of institutional managers, one per manager and quarter.
+
+A manager keeps most of its book from quarter to quarter and turns a tenth of it over; values
+are shares times the quarter-end close. Information tables are in XML since the 2013 second
+quarter, so the filings start there at the earliest.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+import numpy as np
+
+from orchestration.demo.documents import Address, Filing13F, Holding13F
+from orchestration.demo.fundamentals import AccessionCounter, Period
+from orchestration.demo.prices import PriceHistory
+from orchestration.demo.universe import Security, Universe
+
+MANAGER_CIK_BASE = 1_960_000
+FIRST_XML_QUARTER_END = dt.date(2013, 6, 30)
+_MANAGER_WORDS = (
+    "Harbor",
+    "Ridgeline",
+    "Oak Hill",
+    "Bluewater",
+    "Stonebridge",
+    "Lighthouse",
+    "Copper Creek",
+    "Silverleaf",
+    "Northstar",
+    "Granite Peak",
+    "Mariner",
+    "Elmwood",
+    "Westbrook",
+    "Highland",
+    "Clearwater",
+    "Foxhall",
+    "Kingsley",
+    "Larchmont",
+)
+# "Capital" is in every other name so that a manager search finds several
+_MANAGER_KINDS = (
+    "Capital Management LLC",
+    "Asset Management LP",
+    "Capital Partners LP",
+    "Investment Advisors Inc",
+    "Capital Advisors LLC",
+    "Wealth Management LLC",
+)
+
+
+@dataclass(frozen=True)
+class Manager:
+    """An institutional investment manager filing 13F-HR."""
+
+    cik: str
+    name: str
+    address: Address
+    signer: str
+
+    @property
+    def manager_id(self) -> int:
+        """The manager's id in the API: its CIK as a number."""
+        return int(self.cik)
+
+
+def build_managers(rng: np.random.Generator, count: int) -> list[Manager]:
+    """``count`` managers with distinct names."""
+    managers = []
+    for k in range(count):
+        name = (
+            f"{_MANAGER_WORDS[k % len(_MANAGER_WORDS)]} {_MANAGER_KINDS[k % len(_MANAGER_KINDS)]}"
+        )
+        if k >= len(_MANAGER_WORDS):
+            name = (
+                f"{_MANAGER_WORDS[k % len(_MANAGER_WORDS)]} {k // len(_MANAGER_WORDS) + 1} "
+                f"{_MANAGER_KINDS[k % len(_MANAGER_KINDS)]}"
+            )
+        managers.append(
+            Manager(
+                cik=str(MANAGER_CIK_BASE + 13 * k + int(rng.integers(13))).zfill(10),
+                name=name,
+                address=Address(f"{200 + k} PARK AVENUE", "NEW YORK", "NY", "10166"),
+                signer=f"Compliance Officer {k + 1}",
+            )
+        )
+    return managers
+
+
+def quarter_ends(first: dt.date, last: dt.date) -> list[dt.date]:
+    """Calendar quarter ends from ``first`` to ``last`` (inclusive)."""
+    ends = []
+    year, quarter = first.year, (first.month - 1) // 3 + 1
+    while True:
+        end = Period(year, quarter).end
+        if end > last:
+            return ends
+        if end >= first:
+            ends.append(end)
+        year, quarter = (year + 1, 1) if quarter == 4 else (year, quarter + 1)
+
+
+def _listed_on(security: Security, day: dt.date) -> bool:
+    return security.listed <= day and (security.delisted is None or day <= security.delisted)
+
+
+def build_13f_filings(
+    rng: np.random.Generator,
+    universe: Universe,
+    history: PriceHistory,
+    managers: list[Manager],
+    book_size: int,
+    always_held: Security,
+    accessions: AccessionCounter,
+) -> list[Filing13F]:
+    """Each manager's 13F-HR for every quarter whose filing falls on or before ``as_of``;
+    the first manager holds ``always_held`` in every quarter."""
+    as_of = universe.as_of
+    first = max(FIRST_XML_QUARTER_END, universe.sessions[0].date())
+    listed_by_quarter = {
+        quarter_end: [s for s in universe.securities if _listed_on(s, quarter_end)]
+        for quarter_end in quarter_ends(first, as_of)
+    }
+    filings: list[Filing13F] = []
+    for number, manager in enumerate(managers):
+        book: dict[int, float] = {}  # entity_id -> shares
+        for quarter_end, listed in listed_by_quarter.items():
+            filed = quarter_end + dt.timedelta(days=int(rng.integers(30, 46)))
+            if filed > as_of:
+                break
+            by_id = {s.entity_id: s for s in listed}
+            book = {k: v for k, v in book.items() if k in by_id}
+            turnover = [k for k in book if rng.random() < 0.1]
+            for k in turnover:
+                del book[k]
+            candidates = [s.entity_id for s in listed if s.entity_id not in book]
+            wanted = min(book_size, len(listed)) - len(book)
+            if wanted > 0 and candidates:
+                for k in rng.choice(candidates, size=min(wanted, len(candidates)), replace=False):
+                    book[int(k)] = 0.0
+            if number == 0 and always_held.entity_id in by_id:
+                book.setdefault(always_held.entity_id, 0.0)
+            holdings = []
+            for entity_id in sorted(book):
+                security = by_id[entity_id]
+                close = history.close_on(entity_id, quarter_end)
+                if close is None:
+                    continue
+                if book[entity_id] == 0.0:
+                    book[entity_id] = float(rng.integers(1, 400)) * 1000 * (1 + 30 / close)
+                book[entity_id] = round(book[entity_id] * float(rng.uniform(0.9, 1.12)))
+                shares = int(book[entity_id])
+                discretion = "SOLE" if rng.random() < 0.85 else "DFND"
+                holdings.append(
+                    Holding13F(
+                        name_of_issuer=security.issuer.name_on(quarter_end).upper(),
+                        title_of_class=f"CL {security.share_class}"
+                        if security.share_class
+                        else "COM",
+                        cusip=security.cusip,
+                        value_usd=round(shares * close),
+                        shares=shares,
+                        investment_discretion=discretion,
+                        voting_sole=shares if discretion == "SOLE" else 0,
+                        voting_shared=0 if discretion == "SOLE" else shares,
+                    )
+                )
+                if rng.random() < 0.04:  # an options position on the same security
+                    contracts = int(rng.integers(1, 50)) * 100
+                    side = "Call" if rng.random() < 0.5 else "Put"
+                    holdings.append(
+                        Holding13F(
+                            name_of_issuer=security.issuer.name_on(quarter_end).upper(),
+                            title_of_class=side.upper(),
+                            cusip=security.cusip,
+                            value_usd=round(contracts * close),
+                            shares=contracts,
+                            put_call=side,
+                            voting_none=contracts,
+                        )
+                    )
+            filings.append(
+                Filing13F(
+                    accession=accessions.next(manager.cik, filed),
+                    filed=filed,
+                    period=quarter_end,
+                    manager_cik=manager.cik,
+                    manager_name=manager.name,
+                    manager_address=manager.address,
+                    signer_name=manager.signer,
+                    holdings=tuple(holdings),
+                )
+            )
+    return filings

@@ -1,0 +1,109 @@
+"""Index rosters over time: sp500, djia and ndx100 with additions and removals.
+
+Rosters start as the largest eligible securities by market value. At each quarterly rebalance
+(the first session on or after the 20th of March, June, September and December) the smallest
+members may make way for the largest non-members, and a member that stops trading is replaced
+on the next session.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from orchestration.demo.prices import PriceHistory
+from orchestration.demo.universe import Security, Universe
+
+INDEX_NAMES = {"sp500": "S&P 500", "djia": "Dow Jones Industrial Average", "ndx100": "Nasdaq-100"}
+
+
+@dataclass(frozen=True)
+class Membership:
+    """``security`` was in ``index`` from ``added`` until ``removed`` (exclusive; None = still)."""
+
+    index: str
+    security: Security
+    added: dt.date
+    removed: dt.date | None
+
+
+def _rebalance_days(sessions: pd.DatetimeIndex) -> list[dt.date]:
+    days = []
+    for year in range(sessions[0].year, sessions[-1].year + 1):
+        for month in (3, 6, 9, 12):
+            position = sessions.searchsorted(pd.Timestamp(year, month, 20))
+            if 0 < position < len(sessions):
+                days.append(sessions[position].date())
+    return days
+
+
+def build_index(
+    rng: np.random.Generator,
+    universe: Universe,
+    history: PriceHistory,
+    code: str,
+    size: int,
+    eligible: Callable[[Security], bool],
+    changes_per_rebalance: float,
+) -> list[Membership]:
+    """The membership intervals of one index."""
+    sessions = universe.sessions
+    candidates = [s for s in universe.securities if eligible(s)]
+    by_id = {s.entity_id: s for s in candidates}
+    first = sessions[0].date()
+
+    def market_values(day: dt.date) -> dict[int, float]:
+        return {k: v for k, v in history.market_values(day).items() if k in by_id}
+
+    values = market_values(first)
+    ranked = sorted(values, key=lambda k: (-values[k], k))
+    members: dict[int, dt.date] = {k: first for k in ranked[:size]}
+    intervals: list[Membership] = []
+
+    def next_session(day: dt.date) -> dt.date | None:
+        position = sessions.searchsorted(pd.Timestamp(day), side="right")
+        return sessions[position].date() if position < len(sessions) else None
+
+    delistings: dict[dt.date, list[int]] = {}
+    for security in candidates:
+        if security.delisted is not None:
+            after = next_session(security.delisted)
+            if after is not None:
+                delistings.setdefault(after, []).append(security.entity_id)
+    rebalances = set(_rebalance_days(sessions))
+    for day in sorted(rebalances | set(delistings)):
+        leaving = [k for k in delistings.get(day, []) if k in members]
+        values = market_values(day)
+        in_members = sorted((k for k in members if k in values), key=lambda k: (values[k], k))
+        if day in rebalances:
+            count = int(rng.poisson(changes_per_rebalance))
+            leaving += [k for k in in_members[:count] if k not in leaving]
+        for k in leaving:
+            intervals.append(Membership(code, by_id[k], members.pop(k), day))
+        outside = sorted((k for k in values if k not in members), key=lambda k: (-values[k], k))
+        for k in outside[: max(size - len(members), 0)]:
+            members[k] = day
+    for k, added in members.items():
+        intervals.append(Membership(code, by_id[k], added, None))
+    intervals.sort(key=lambda m: (m.added, m.security.entity_id))
+    return intervals
+
+
+def build_indexes(
+    rng: np.random.Generator,
+    universe: Universe,
+    history: PriceHistory,
+    sp500: int,
+    djia: int,
+    ndx100: int,
+) -> list[Membership]:
+    """Every index's membership intervals."""
+    return [
+        *build_index(rng, universe, history, "sp500", sp500, lambda s: True, 1.5),
+        *build_index(rng, universe, history, "djia", djia, lambda s: True, 0.15),
+        *build_index(rng, universe, history, "ndx100", ndx100, lambda s: s.exchange == "XNAS", 1.0),
+    ]

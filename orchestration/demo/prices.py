@@ -1,0 +1,209 @@
+"""Daily prices as traded, with the splits and dividends that shape them.
+
+Each security follows a one-factor random walk of its split-adjusted value; splits divide the
+traded price (and multiply shares outstanding), so the split-adjusted series stays continuous.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from orchestration.demo.universe import Security, Universe
+
+_TRADING_DAYS = 252
+
+
+@dataclass(frozen=True)
+class CorporateAction:
+    """A split (``ratio`` new shares per old share) or a cash dividend (``amount`` USD/share)."""
+
+    security: Security
+    action: str
+    ex_date: dt.date
+    announced: dt.date
+    ratio: float | None = None
+    amount: float | None = None
+
+
+@dataclass
+class PriceHistory:
+    """Every price row and corporate action of the universe."""
+
+    prices: (
+        pd.DataFrame
+    )  # entity_id, ticker, date, open, high, low, close, volume, shares_outstanding
+    actions: list[CorporateAction]
+
+    def market_values(self, day: dt.date) -> dict[int, float]:
+        """Close times shares outstanding of every security that traded on ``day``."""
+        if day not in self._values_cache:
+            rows = self.prices[self.prices["date"] == pd.Timestamp(day)]
+            value = rows["close"].to_numpy() * rows["shares_outstanding"].to_numpy()
+            self._values_cache[day] = dict(
+                zip(rows["entity_id"].astype(int).tolist(), value.tolist(), strict=True)
+            )
+        return self._values_cache[day]
+
+    def rows_of(self, entity_id: int) -> pd.DataFrame | None:
+        """The security's price rows in date order (None if it has none)."""
+        return self._by_entity.get(entity_id)
+
+    def close_on(self, entity_id: int, day: dt.date) -> float | None:
+        """The security's close on the last session on or before ``day``."""
+        rows = self._by_entity.get(entity_id)
+        if rows is None:
+            return None
+        position = rows["date"].searchsorted(pd.Timestamp(day), side="right") - 1
+        if position < 0:
+            return None
+        return float(rows["close"].iloc[position])
+
+    def __post_init__(self) -> None:
+        self._values_cache: dict[dt.date, dict[int, float]] = {}
+        self._by_entity = {
+            int(key): frame.reset_index(drop=True)
+            for key, frame in self.prices.groupby("entity_id", sort=False)
+        }
+
+
+def _split_schedule(
+    rng: np.random.Generator, value: np.ndarray, force_at: int | None
+) -> list[tuple[int, float]]:
+    """Where splits fall: a forward split when the traded price runs high, a reverse split when
+    it sinks below a dollar, at most one a year; ``force_at`` adds a 4-for-1 split there."""
+    splits: list[tuple[int, float]] = []
+    factor, last = 1.0, -_TRADING_DAYS
+    threshold = float(rng.uniform(700, 1600))
+    for t in range(1, len(value) - 5):
+        if force_at is not None and t == force_at:
+            splits.append((t, 4.0))
+            factor *= 4.0
+            last = t
+            continue
+        if t - last < _TRADING_DAYS or (force_at is not None and abs(t - force_at) < 300):
+            continue
+        traded = value[t] / factor
+        if traded > threshold:
+            ratio = 4.0 if traded > 2 * threshold else float(rng.choice([2.0, 3.0]))
+        elif traded < 1.0:
+            ratio = 0.1
+        else:
+            continue
+        splits.append((t, ratio))
+        factor *= ratio
+        last = t
+    return splits
+
+
+def _simulate_security(
+    rng: np.random.Generator,
+    security: Security,
+    days: pd.DatetimeIndex,
+    market: np.ndarray,
+    force_split_at: int | None,
+) -> tuple[pd.DataFrame, list[CorporateAction]]:
+    n = len(days)
+    sigma = float(rng.uniform(0.15, 0.55)) / np.sqrt(_TRADING_DAYS)
+    beta = float(rng.uniform(0.6, 1.4))
+    drift = float(rng.normal(0.01, 0.05)) / _TRADING_DAYS
+    returns = beta * market + rng.normal(drift, sigma, n)
+    returns[0] = 0.0
+    value = float(rng.uniform(12, 160)) * np.exp(np.cumsum(returns))
+    if force_split_at is not None:
+        # a forced split falls on a high-priced stock, as real forward splits do
+        value *= float(rng.uniform(450, 650)) / value[force_split_at]
+
+    splits = _split_schedule(rng, value, force_split_at)
+    factor = np.ones(n)
+    for t, ratio in splits:
+        factor[t:] *= ratio
+    close = value / factor
+
+    open_ = np.empty(n)
+    open_[0] = close[0] * np.exp(rng.normal(0, sigma / 3))
+    open_[1:] = close[:-1] * np.exp(rng.normal(0, sigma / 3, n - 1))
+    # a split day opens on the new share basis
+    for t, ratio in splits:
+        open_[t] = close[t - 1] / ratio * np.exp(rng.normal(0, sigma / 3))
+    high = np.maximum(open_, close) * (1 + np.abs(rng.normal(0, sigma / 2, n)))
+    low = np.minimum(open_, close) * (1 - np.minimum(np.abs(rng.normal(0, sigma / 2, n)), 0.5))
+
+    decimals = np.where(close < 1.0, 4, 2)
+    open_, high, low, close = (
+        np.round(x * 10.0**decimals) / 10.0**decimals for x in (open_, high, low, close)
+    )
+    high = np.maximum.reduce([high, open_, close])
+    low = np.minimum.reduce([low, open_, close])
+
+    years = np.arange(n) / _TRADING_DAYS
+    shares = np.round(security.shares_outstanding * factor * (0.99**years) / 1000) * 1000
+    volume = np.floor(shares * 0.004 * rng.lognormal(0, 0.5, n))
+
+    frame = pd.DataFrame(
+        {
+            "entity_id": security.entity_id,
+            "date": days,
+            "open": open_,
+            "high": high,
+            "low": low,
+            "close": close,
+            "volume": volume.astype("int64"),
+            "shares_outstanding": shares.astype("int64"),
+        }
+    )
+    frame.insert(1, "ticker", [security.ticker_on(d.date()) for d in days])
+
+    actions = [
+        CorporateAction(
+            security,
+            "split",
+            days[t].date(),
+            days[t].date() - dt.timedelta(days=int(rng.integers(14, 45))),
+            ratio=ratio,
+        )
+        for t, ratio in splits
+    ]
+    if security.issuer.pays_dividends:
+        quarterly_yield = float(rng.uniform(0.008, 0.035)) / 4
+        for t in range(int(rng.integers(5, 60)), n - 1, 63):
+            amount = round(float(close[t - 1]) * quarterly_yield, 4)
+            if amount >= 0.01:
+                ex_date = days[t].date()
+                actions.append(
+                    CorporateAction(
+                        security,
+                        "dividend",
+                        ex_date,
+                        ex_date - dt.timedelta(days=int(rng.integers(10, 30))),
+                        amount=round(amount, 2),
+                    )
+                )
+    return frame, actions
+
+
+def simulate_prices(rng: np.random.Generator, universe: Universe) -> PriceHistory:
+    """Daily bars for every security over its listed sessions, and its corporate actions."""
+    sessions = universe.sessions
+    market = rng.normal(0.0002, 0.01, len(sessions))
+    plain = universe.special["plain"]
+    frames: list[pd.DataFrame] = []
+    actions: list[CorporateAction] = []
+    for security in universe.securities:
+        start = sessions.searchsorted(pd.Timestamp(security.listed))
+        stop = (
+            len(sessions)
+            if security.delisted is None
+            else sessions.searchsorted(pd.Timestamp(security.delisted), side="right")
+        )
+        days = sessions[start:stop]
+        force = len(days) - 180 if security is plain else None
+        frame, security_actions = _simulate_security(rng, security, days, market[start:stop], force)
+        frames.append(frame)
+        actions.extend(security_actions)
+    prices = pd.concat(frames, ignore_index=True)
+    actions.sort(key=lambda a: (a.ex_date, a.security.entity_id, a.action))
+    return PriceHistory(prices=prices, actions=actions)

@@ -1,0 +1,62 @@
+"""Small value conversions every reader shares (dates, booleans, CIKs, numbers)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+
+import pandas as pd
+
+_ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+#: dtype used for every date column a reader returns
+DATE_DTYPE = "datetime64[s]"
+
+
+def parse_iso_date(text: str | None) -> dt.date | None:
+    """``YYYY-MM-DD`` (a real calendar date) to a date; blank gives None; anything else raises."""
+    if text is None:
+        return None
+    text = text.strip()
+    if not text:
+        return None
+    if not _ISO_DATE.match(text):
+        raise ValueError(f"not a YYYY-MM-DD date: {text!r}")
+    return dt.date.fromisoformat(text)
+
+
+def parse_sec_bool(text: str | None) -> bool | None:
+    """SEC booleans: ``1``/``0`` or ``true``/``false`` (any case); blank gives None."""
+    if text is None:
+        return None
+    value = text.strip().lower()
+    if value in ("1", "true", "y", "yes"):
+        return True
+    if value in ("0", "false", "n", "no"):
+        return False
+    if value == "":
+        return None
+    raise ValueError(f"not a boolean: {text!r}")
+
+
+def pad_cik(cik: str | int) -> str:
+    """A CIK zero padded to 10 digits (SEC writes both padded and unpadded forms)."""
+    digits = str(cik).strip()
+    if not digits.isdigit() or len(digits) > 10:
+        raise ValueError(f"not a CIK: {cik!r}")
+    return digits.zfill(10)
+
+
+def parse_number(text: str | None) -> float | None:
+    """A decimal number (commas as thousands separators allowed); blank gives None."""
+    if text is None:
+        return None
+    value = text.strip().replace(",", "")
+    if not value:
+        return None
+    return float(value)
+
+
+def dates_column(values: list[dt.date | None]) -> pd.Series:
+    """A list of dates (None allowed) as a ``DATE_DTYPE`` series."""
+    return pd.Series(pd.to_datetime(pd.Series(values, dtype=object)), dtype=DATE_DTYPE)

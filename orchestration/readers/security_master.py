@@ -1,0 +1,25 @@
+"""Security master files: who is who over time (``contracts/landing/security_master.yaml``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from orchestration.readers.landing_csv import read_landing_csv, zero_padded_ciks
+
+FORMAT = "security_master"
+
+
+def read_security_master(path: str | Path) -> pd.DataFrame:
+    """Read a landing security-master file.
+
+    Returns one row per entity and ticker validity interval: entity_id, issuer_entity_id
+    (Int64), entity_grain, issuer_name, cik (zero padded to 10), figi, ticker, exchange,
+    share_class, instrument_type, country, gics_sector, gics_group, naics_code (string),
+    valid_from, valid_to (datetime64[s]; valid_to <NA> while valid), in contract order.
+    Raises MalformedFileError for a file that breaks the contract.
+    """
+    frame = read_landing_csv(path, FORMAT)
+    frame["cik"] = zero_padded_ciks(frame["cik"])
+    return frame

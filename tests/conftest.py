@@ -1,0 +1,50 @@
+"""Session-wide fixtures: one small demo generated and read back, shared by every test."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from findata.clock import SystemClock, utc_today
+from orchestration.demo.generate import DEFAULT_SEED, generate_demo
+from orchestration.landing import LandingTables, read_all_landing
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@dataclass(frozen=True)
+class Demo:
+    """A generated small demo: where it is, its manifest, and its landing read back."""
+
+    home: Path
+    today: dt.date
+    scenarios: dict[str, Any]
+    tables: LandingTables
+
+    @property
+    def landing(self) -> Path:
+        return self.home / "landing"
+
+
+@pytest.fixture(scope="session")
+def demo_today() -> dt.date:
+    """The day the shared demo is generated for (read once, so a run across midnight agrees)."""
+    return utc_today(SystemClock())
+
+
+@pytest.fixture(scope="session")
+def small_demo(tmp_path_factory: pytest.TempPathFactory, demo_today: dt.date) -> Demo:
+    """The default demo (small, default seed), generated once per test session."""
+    home = tmp_path_factory.mktemp("demo-home")
+    result = generate_demo(
+        home / "landing", home / "demo", size="small", seed=DEFAULT_SEED, today=demo_today
+    )
+    scenarios = json.loads(result.scenarios_path.read_text())
+    return Demo(
+        home=home, today=demo_today, scenarios=scenarios, tables=read_all_landing(home / "landing")
+    )

@@ -1,0 +1,1 @@
+"""Change events, Standard-Webhooks signing and delivery. Built in issue 7."""
