@@ -50,6 +50,10 @@ class AlternateLayout(_Strict):
         default_factory=list,
         description="Required columns that this layout cannot fill.",
     )
+    key: list[str] | None = Field(
+        default=None,
+        description="The unique key in this layout, where the format's key has a nullable part.",
+    )
 
 
 class LandingFormat(_Strict):
@@ -75,7 +79,7 @@ class LandingFormat(_Strict):
         referenced |= {r.column for r in self.required_when}
         referenced |= {k for r in self.required_when for k in r.when}
         for layout in self.alternate_layouts:
-            referenced |= set(layout.nullable)
+            referenced |= set(layout.nullable) | set(layout.key or ())
         unknown = referenced - names
         if unknown:
             raise ValueError(f"{self.name}: unknown column(s) referenced: {sorted(unknown)}")

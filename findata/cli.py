@@ -91,8 +91,14 @@ def demo(
 def landing_check() -> None:
     """Read every landing file with its real-format reader; print rows per source as JSON."""
     from orchestration.landing import read_all_landing
+    from orchestration.readers.errors import MalformedFileError
 
-    _print_json(read_all_landing(get_settings().landing_dir).summary())
+    try:
+        tables = read_all_landing(get_settings().landing_dir)
+    except MalformedFileError as error:
+        typer.echo(f"findata: malformed landing file: {error}", err=True)
+        raise typer.Exit(1) from error
+    _print_json(tables.summary())
 
 
 @app.command()

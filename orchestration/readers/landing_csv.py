@@ -123,17 +123,27 @@ def read_landing_csv(
 def read_header(path: str | Path, encoding: str = "utf-8") -> list[str]:
     """The header names of a CSV file (first line), stripped; raises MalformedFileError if the
     file is empty or not in ``encoding``."""
-    path = Path(path)
+    return _header_and_whether_rows_follow(Path(path), encoding)[0]
+
+
+def _header_and_whether_rows_follow(path: Path, encoding: str) -> tuple[list[str], bool]:
     try:
         with path.open(encoding=_header_codec(encoding), newline="") as handle:
             header = next(csv.reader(handle), None)
+            rows_follow = False
+            while chunk := handle.read(1 << 16):
+                if chunk.strip("\r\n"):
+                    rows_follow = True
+                    break
     except UnicodeDecodeError:
         _fail_encoding(path, encoding)
     except csv.Error as exc:
         raise MalformedFileError(path, f"line 1 (header): not valid CSV: {exc}") from exc
-    if not header:
+    if header is None:
         raise MalformedFileError(path, "empty file: no header line")
-    return [name.strip() for name in header]
+    if not header:
+        raise MalformedFileError(path, "line 1 (header) is blank: the header must be line 1")
+    return [name.strip() for name in header], rows_follow
 
 
 def read_text(path: str | Path, encoding: str = "utf-8") -> LandingText:
@@ -141,8 +151,11 @@ def read_text(path: str | Path, encoding: str = "utf-8") -> LandingText:
     <NA>); blank lines are skipped. Raises MalformedFileError for an empty file, duplicate or
     empty header names, a row whose field count differs from the header's, or bad encoding."""
     path = Path(path)
-    header = read_header(path, encoding)
+    header, rows_follow = _header_and_whether_rows_follow(path, encoding)
     _check_header_names(path, header)
+    if not rows_follow:  # pyarrow cannot read a file that ends after its header
+        rows = pd.DataFrame({name: pd.Series([], dtype=_TEXT) for name in header})
+        return LandingText(path, encoding, rows, np.arange(0))
     internal = [f"c{i}" for i in range(len(header))]
     invalid_rows: list[str] = []
 
@@ -258,7 +271,7 @@ def _fail_ragged(path: Path, encoding: str, width: int, invalid_rows: list[str])
         for row in reader:
             start, lines_read = lines_read + 1, reader.line_num
             if row and len(row) != width:
-                shown.append(f"line {start} has {len(row)}")
+                shown.append(f"line {start} has {len(row)} fields")
                 if len(shown) == _SHOWN_ROWS:
                     break
     if not shown:  # the two parsers disagree on where: show the rows' text instead
@@ -565,16 +578,15 @@ def _check_ordered(
 def _check_key(
     text: LandingText, frame: pd.DataFrame, fmt: LandingFormat, layout: AlternateLayout
 ) -> None:
-    # as in SQL, a row with a null key part (allowed only in layouts that cannot fill it)
-    # equals no other row
-    keyed = frame[fmt.key]
+    # a layout that cannot fill the format's key names its own; as in SQL, a row with a null
+    # key part (allowed only in such layouts) equals no other row
+    key = layout.key or fmt.key
+    keyed = frame[key]
     complete = keyed.notna().all(axis=1).to_numpy()
     duplicated = np.zeros(len(frame), dtype=bool)
     duplicated[complete] = keyed[complete].duplicated(keep=False).to_numpy()
     if duplicated.any():
-        text.fail_rows(
-            duplicated, f"key ({', '.join(fmt.key)}) must be unique [rule: key]", fmt.key
-        )
+        text.fail_rows(duplicated, f"key ({', '.join(key)}) must be unique [rule: key]", key)
 
 
 _CHECKS = (

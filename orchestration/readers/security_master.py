@@ -14,10 +14,9 @@ FORMAT = "security_master"
 def read_security_master(path: str | Path) -> pd.DataFrame:
     """Read a landing security-master file.
 
-    Returns one row per entity and ticker validity interval: entity_id, issuer_entity_id
-    (Int64), entity_grain, issuer_name, cik (zero padded to 10), figi, ticker, exchange,
-    share_class, instrument_type, country, gics_sector, gics_group, naics_code (string),
-    valid_from, valid_to (datetime64[s]; valid_to <NA> while valid), in contract order.
+    Returns one row per entity and ticker validity interval, with every column of the contract
+    in contract order: entity_id, issuer_entity_id (Int64), valid_from, valid_to
+    (datetime64[s]; valid_to <NA> while valid), the rest string, cik zero padded to 10.
     Raises MalformedFileError for a file that breaks the contract.
     """
     frame = read_landing_csv(path, FORMAT)

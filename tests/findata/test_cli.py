@@ -1,0 +1,80 @@
+"""The ``findata`` console script, run as a user runs it: a subprocess with its own FINDATA_HOME."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from findata.cli import NOT_BUILT_EXIT
+
+FINDATA = Path(sys.executable).parent / "findata"
+
+
+def _run(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "FINDATA_HOME": str(home)}
+    return subprocess.run(
+        [str(FINDATA), *args], env=env, capture_output=True, text=True, timeout=300, check=False
+    )
+
+
+def test_demo_no_serve_writes_landing_that_the_readers_parse(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    result = _run(home, "demo", "--no-serve")
+    assert result.returncode == 0, result.stderr
+    assert "pipeline" in result.stdout and "not built yet" in result.stdout
+    scenarios = json.loads((home / "demo" / "scenarios.json").read_text())
+    last_session = dt.date.fromisoformat(scenarios["as_of"])
+    assert (
+        dt.date.today() - dt.timedelta(days=6) <= last_session < dt.date.today() + dt.timedelta(1)
+    )
+
+    check = _run(home, "landing", "check")
+    assert check.returncode == 0, check.stderr
+    summary = json.loads(check.stdout)
+    assert summary["files"]["prices"] >= 5 and summary["rows"]["prices"] > 100_000
+    assert all(rows > 0 for rows in summary["rows"].values()), summary
+
+    # a second demo leaves a non-empty landing as it is
+    before = (home / "landing/security_master/security_master.csv").read_bytes()
+    again = _run(home, "demo", "--no-serve", "--seed", "7")
+    assert again.returncode == 0 and "not empty" in again.stdout
+    assert (home / "landing/security_master/security_master.csv").read_bytes() == before
+
+
+def test_landing_check_names_a_malformed_file(tmp_path: Path) -> None:
+    bad = tmp_path / "landing" / "prices" / "bad.csv"
+    bad.parent.mkdir(parents=True)
+    bad.write_text("entity_id,ticker,date,open,high,low,close,volume\n1,AAA,2024-02-30,1,2,1,1,5\n")
+    result = _run(tmp_path, "landing", "check")
+    assert result.returncode != 0
+    assert "bad.csv" in result.stderr and "2024-02-30" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["refresh"],
+        ["serve"],
+        ["ui"],
+        ["contracts", "check"],
+        ["db", "upgrade"],
+        ["accounts", "create", "--email", "a@example.com", "--plan", "pro"],
+        ["keys", "create", "--email", "a@example.com", "--plan", "pro"],
+        ["keys", "revoke", "fdk_" + "0" * 32],
+        ["ips", "block", "192.0.2.1"],
+        ["webhooks", "add", "--account", "1", "https://example.com/hook"],
+        ["webhooks", "worker", "--once"],
+        ["webhooks", "pause", "ep_1"],
+    ],
+)
+def test_commands_not_built_yet_say_so_and_fail(tmp_path: Path, args: list[str]) -> None:
+    result = _run(tmp_path, *args)
+    assert result.returncode == NOT_BUILT_EXIT
+    assert "not built yet" in result.stderr
+    assert not (tmp_path / "landing").exists()
