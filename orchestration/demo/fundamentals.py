@@ -9,6 +9,7 @@ carry the restated figures: the same period then has two values known from two d
 from __future__ import annotations
 
 import datetime as dt
+import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -115,14 +116,8 @@ class AccessionCounter:
 
 def _shares_on(issuer: Issuer, history: PriceHistory, day: dt.date) -> float:
     """Shares outstanding of all the issuer's listed classes on ``day`` (last known)."""
-    total = 0.0
-    for security in issuer.securities:
-        rows = history.rows_of(security.entity_id)
-        if rows is None or rows.empty:
-            continue
-        position = max(int(rows["date"].searchsorted(np.datetime64(day), side="right")) - 1, 0)
-        total += float(rows["shares_outstanding"].iloc[position])
-    return total
+    counts = (history.shares_on(s.entity_id, day) for s in issuer.securities)
+    return sum(c for c in counts if c is not None)
 
 
 def _period_values(
@@ -136,7 +131,7 @@ def _period_values(
     years = period.year - FIRST_XBRL_YEAR
     revenue = base_revenue * (1 + margins["growth"]) ** years
     if period.quarter is not None:
-        revenue = revenue / 4 * (1 + 0.06 * np.sin(period.quarter))
+        revenue = revenue / 4 * (1 + 0.06 * math.sin(period.quarter))
     revenue = round(revenue * float(rng.uniform(0.97, 1.03)), -3)
     cost = round(revenue * (1 - margins["gross"]), -3)
     operating = round(revenue * margins["operating"], -3)

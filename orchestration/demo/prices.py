@@ -29,14 +29,37 @@ class CorporateAction:
     amount: float | None = None
 
 
+@dataclass(frozen=True)
+class _Series:
+    """One security's dates, closes and shares outstanding as arrays, for fast lookups."""
+
+    dates: np.ndarray  # datetime64[s], ascending
+    close: np.ndarray
+    shares: np.ndarray
+
+    def position(self, day: dt.date) -> int:
+        """Index of the last session on or before ``day`` (-1 when before the first)."""
+        return int(np.searchsorted(self.dates, np.datetime64(day, "s"), side="right")) - 1
+
+
 @dataclass
 class PriceHistory:
     """Every price row and corporate action of the universe."""
 
-    prices: (
-        pd.DataFrame
-    )  # entity_id, ticker, date, open, high, low, close, volume, shares_outstanding
+    #: entity_id, ticker, date, open, high, low, close, volume, shares_outstanding
+    prices: pd.DataFrame
     actions: list[CorporateAction]
+
+    def __post_init__(self) -> None:
+        self._values_cache: dict[dt.date, dict[int, float]] = {}
+        self._series = {
+            int(key): _Series(
+                frame["date"].to_numpy(dtype="datetime64[s]"),
+                frame["close"].to_numpy(),
+                frame["shares_outstanding"].to_numpy(),
+            )
+            for key, frame in self.prices.groupby("entity_id", sort=False)
+        }
 
     def market_values(self, day: dt.date) -> dict[int, float]:
         """Close times shares outstanding of every security that traded on ``day``."""
@@ -48,26 +71,19 @@ class PriceHistory:
             )
         return self._values_cache[day]
 
-    def rows_of(self, entity_id: int) -> pd.DataFrame | None:
-        """The security's price rows in date order (None if it has none)."""
-        return self._by_entity.get(entity_id)
-
     def close_on(self, entity_id: int, day: dt.date) -> float | None:
         """The security's close on the last session on or before ``day``."""
-        rows = self._by_entity.get(entity_id)
-        if rows is None:
-            return None
-        position = rows["date"].searchsorted(pd.Timestamp(day), side="right") - 1
-        if position < 0:
-            return None
-        return float(rows["close"].iloc[position])
+        series = self._series.get(entity_id)
+        position = -1 if series is None else series.position(day)
+        return None if position < 0 else float(series.close[position])
 
-    def __post_init__(self) -> None:
-        self._values_cache: dict[dt.date, dict[int, float]] = {}
-        self._by_entity = {
-            int(key): frame.reset_index(drop=True)
-            for key, frame in self.prices.groupby("entity_id", sort=False)
-        }
+    def shares_on(self, entity_id: int, day: dt.date) -> float | None:
+        """Shares outstanding on the last session on or before ``day`` (the first session's
+        count when ``day`` comes before it; None without prices)."""
+        series = self._series.get(entity_id)
+        if series is None:
+            return None
+        return float(series.shares[max(series.position(day), 0)])
 
 
 def _split_schedule(

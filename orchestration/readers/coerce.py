@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 
+import numpy as np
 import pandas as pd
 
 _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -58,5 +59,11 @@ def parse_number(text: str | None) -> float | None:
 
 
 def dates_column(values: list[dt.date | None]) -> pd.Series:
-    """A list of dates (None allowed) as a ``DATE_DTYPE`` series."""
-    return pd.Series(pd.to_datetime(pd.Series(values, dtype=object)), dtype=DATE_DTYPE)
+    """A list of dates as a ``DATE_DTYPE`` series; None (or NaN/NaT, unequal to itself) is NaT."""
+    # numpy directly: pd.to_datetime on a list of objects costs ~1 ms a call, per file read
+    not_a_time = np.datetime64("NaT", "s")
+    array = np.array(
+        [not_a_time if v is None or v != v else np.datetime64(v, "s") for v in values],
+        dtype=DATE_DTYPE,
+    )
+    return pd.Series(array, dtype=DATE_DTYPE)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 from pathlib import Path
 
 import pandas as pd
@@ -28,22 +27,6 @@ BARD = F13 / "bard-financial-services_2021q3"
 MFN = F13 / "mfn-partners_2025q4_13F-HR-A"
 METLIFE = F13 / "metlife_2021q4"
 LTS_TXT = F13 / "lts-one-management_2023q3" / "0001894188-23-000007.txt"
-
-# sha256[:16] from shared/data/real/SOURCES.md: the fixtures are the published bytes
-SHA256_PREFIX = {
-    BARD / "primary_doc.xml": "11155c0fed345b65",
-    BARD / "infotable.xml": "b61e9ad6f0969d1e",
-    MFN / "primary_doc.xml": "573632a89d5c338c",
-    MFN / "infotable.xml": "0c3da56178a746dc",
-    METLIFE / "primary_doc.xml": "68703a206df10ac7",
-    LTS_TXT: "35ab64c65e1f1e17",
-}
-
-
-@pytest.mark.parametrize("path", sorted(SHA256_PREFIX), ids=lambda p: f"{p.parent.name}/{p.name}")
-def test_fixtures_are_the_published_bytes(path: Path) -> None:
-    assert hashlib.sha256(path.read_bytes()).hexdigest()[:16] == SHA256_PREFIX[path]
-
 
 # --- Bard: pre-2023 filing in thousands, ns1: prefix on the table
 

@@ -4,7 +4,6 @@ for the index code and the pairing of changes."""
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 import pandas as pd
@@ -38,19 +37,6 @@ def only(frame: pd.DataFrame, ticker: str) -> pd.Series:
     rows = frame[frame["ticker"] == ticker]
     assert len(rows) == 1
     return rows.iloc[0]
-
-
-@pytest.mark.parametrize(
-    ("path", "digest"),
-    [
-        (START_END, "06b2d9e82cb79ec5"),
-        (CHANGES, "40b5a451ef677d90"),
-        (SNAPSHOT_2026, "e5325068834c252d"),
-        (SNAPSHOT_2024, "08b74b75af13cf79"),
-    ],
-)
-def test_fixtures_are_the_published_bytes(path: Path, digest: str) -> None:
-    assert hashlib.sha256(path.read_bytes()).hexdigest()[:16] == digest
 
 
 @pytest.mark.parametrize("path", [START_END, CHANGES, SNAPSHOT_2026, SNAPSHOT_2024])

@@ -1,0 +1,39 @@
+"""The fixtures are the published bytes: every file under tests/fixtures is a byte-identical copy
+of one in ../shared/data/real, checked against the SHA-256 prefixes of its SOURCES.md."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).parent / "fixtures"
+MANIFEST = FIXTURES / "SHA256SUMS"
+
+
+def _manifest() -> dict[str, str]:
+    entries = (line.split(maxsplit=1) for line in MANIFEST.read_text().splitlines() if line)
+    return {path: prefix for prefix, path in entries}
+
+
+def test_every_fixture_is_in_the_manifest() -> None:
+    files = {
+        str(p.relative_to(FIXTURES)) for p in FIXTURES.rglob("*") if p.is_file() and p != MANIFEST
+    }
+    assert files == set(_manifest())
+
+
+@pytest.mark.parametrize(("path", "prefix"), sorted(_manifest().items()))
+def test_fixture_is_the_published_file(path: str, prefix: str) -> None:
+    assert hashlib.sha256((FIXTURES / path).read_bytes()).hexdigest()[:16] == prefix
+
+
+def test_manifest_agrees_with_sources_md() -> None:
+    sources = Path(__file__).parents[2] / "shared" / "data" / "real" / "SOURCES.md"
+    if not sources.exists():
+        pytest.skip("../shared/data/real/SOURCES.md is not beside this checkout")
+    text = sources.read_text(encoding="utf-8")
+    for path, prefix in _manifest().items():
+        assert f"| {path} |" in text or f"| {Path(path).name} |" in text or path in text, path
+        assert prefix in text, (path, prefix)
