@@ -20,11 +20,11 @@ import datetime as dt
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pandas as pd
 
 from orchestration.readers.coerce import dates_column, pad_cik, parse_iso_date
 from orchestration.readers.errors import MalformedFileError
+from orchestration.readers.json_file import load_json_object
 
 #: returned columns and their dtypes, in order
 COMPANYFACTS_DTYPES: dict[str, str] = {
@@ -57,7 +57,7 @@ def read_companyfacts(path: str | Path) -> pd.DataFrame:
     when absent). Rows keep the file's order. Raises :class:`MalformedFileError`.
     """
     path = Path(path)
-    document = _load_json_object(path)
+    document = load_json_object(path)
     cik = _cik_of(path, _required(path, document, "cik", "cik"))
     entity_name = document.get("entityName")
     if entity_name is not None and not isinstance(entity_name, str):
@@ -70,22 +70,6 @@ def read_companyfacts(path: str | Path) -> pd.DataFrame:
     columns["cik"] = [cik] * rows
     columns["entity_name"] = [entity_name or None] * rows
     return _typed_frame(columns)
-
-
-def _load_json_object(path: Path) -> dict[str, Any]:
-    try:
-        raw = path.read_bytes()
-    except OSError as error:
-        raise MalformedFileError(path, f"cannot read file: {error}") from error
-    try:
-        document = orjson.loads(raw)
-    except orjson.JSONDecodeError as error:
-        raise MalformedFileError(path, f"not JSON: {error}") from error
-    if not isinstance(document, dict):
-        raise MalformedFileError(
-            path, f"top level is a JSON {type(document).__name__}, not an object"
-        )
-    return document
 
 
 def _required(path: Path, mapping: dict[str, Any], key: str, where: str) -> Any:

@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pandas as pd
 
 from orchestration.readers.coerce import (
@@ -39,6 +38,7 @@ from orchestration.readers.coerce import (
     parse_sec_bool,
 )
 from orchestration.readers.errors import MalformedFileError
+from orchestration.readers.json_file import load_json_object
 
 #: dtype of ``acceptance_datetime`` (SEC writes milliseconds, always ``.000`` so far)
 TIMESTAMP_DTYPE = "datetime64[ms, UTC]"
@@ -127,7 +127,7 @@ def read_submissions(path: str | Path) -> SubmissionsDocument:
     date_to (``DATE_DTYPE``). Raises :class:`MalformedFileError` for anything it cannot accept.
     """
     path = Path(path)
-    document = _load_json_object(path)
+    document = load_json_object(path)
     if "filings" in document or "cik" in document:
         return _read_main_file(path, document)
     if "accessionNumber" in document:
@@ -137,22 +137,6 @@ def read_submissions(path: str | Path) -> SubmissionsDocument:
         "neither a submissions file (no 'cik'/'filings' keys) "
         "nor a pagination page (no 'accessionNumber' array)",
     )
-
-
-def _load_json_object(path: Path) -> dict[str, Any]:
-    try:
-        raw = path.read_bytes()
-    except OSError as error:
-        raise MalformedFileError(path, f"cannot read file: {error}") from error
-    try:
-        document = orjson.loads(raw)
-    except orjson.JSONDecodeError as error:
-        raise MalformedFileError(path, f"not JSON: {error}") from error
-    if not isinstance(document, dict):
-        raise MalformedFileError(
-            path, f"top level is a JSON {type(document).__name__}, not an object"
-        )
-    return document
 
 
 def _read_main_file(path: Path, document: dict[str, Any]) -> SubmissionsDocument:
