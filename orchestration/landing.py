@@ -15,16 +15,19 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import types
+import typing
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
-from orchestration.readers.coerce import dates_column
+from orchestration.readers.coerce import typed_frame
 from orchestration.readers.corporate_actions import read_corporate_actions
-from orchestration.readers.form4 import read_form4
+from orchestration.readers.form4 import Form4Header, read_form4
 from orchestration.readers.form13f import (
+    Cover13F,
     Filing13FDocument,
     read_13f_filing,
     read_13f_submission_text,
@@ -32,7 +35,7 @@ from orchestration.readers.form13f import (
 from orchestration.readers.index_membership import read_index_membership
 from orchestration.readers.prices import read_prices
 from orchestration.readers.sec_companyfacts import read_companyfacts
-from orchestration.readers.sec_submissions import read_submissions
+from orchestration.readers.sec_submissions import Company, read_submissions
 from orchestration.readers.security_master import read_security_master
 
 
@@ -56,14 +59,24 @@ def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
-def _records_frame(records: list[dict[str, object]]) -> pd.DataFrame:
-    """Records as a DataFrame whose date-valued columns have the readers' date dtype."""
-    frame = pd.DataFrame(records)
-    for column in frame.columns:
-        values = frame[column].dropna()
-        if len(values) and all(isinstance(v, dt.date) for v in values):
-            frame[column] = dates_column(frame[column].tolist())
-    return frame
+_SCALAR_DTYPES = {str: "string", int: "Int64", float: "float64", bool: "boolean", dt.date: "date"}
+
+
+def _column_dtypes(record_type: type, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """Column dtypes of a record dataclass, from its type hints (``X | None`` as ``X``);
+    fields holding lists or nested records are left out."""
+    dtypes = dict(extra or {})
+    for name, hint in typing.get_type_hints(record_type).items():
+        is_union = typing.get_origin(hint) in (typing.Union, types.UnionType)
+        kinds = [k for k in typing.get_args(hint) if k is not type(None)] if is_union else [hint]
+        if len(kinds) == 1 and kinds[0] in _SCALAR_DTYPES:
+            dtypes[name] = _SCALAR_DTYPES[kinds[0]]
+    return dtypes
+
+
+def _records_frame(records: list[dict[str, object]], dtypes: dict[str, str]) -> pd.DataFrame:
+    """Records as a DataFrame typed by ``dtypes`` (the same columns when there are none)."""
+    return typed_frame(records, dtypes)
 
 
 def _tagged(frame: pd.DataFrame, **columns: object) -> pd.DataFrame:
@@ -87,6 +100,17 @@ def _thirteen_f_documents(folder: Path) -> list[Filing13FDocument]:
     return documents
 
 
+_COVER_DTYPES = _column_dtypes(
+    Cover13F,
+    {
+        "accession": "string",
+        "filed": "date",
+        "value_unit": "string",
+        "total_matches_cover": "boolean",
+    },
+)
+
+
 def _cover_row(document: Filing13FDocument) -> dict[str, object]:
     cover = dataclasses.asdict(document.cover)
     cover.pop("other_managers", None)
@@ -103,52 +127,90 @@ def _cover_row(document: Filing13FDocument) -> dict[str, object]:
     }
 
 
+def read_sec_submissions(landing: Path) -> dict[str, pd.DataFrame]:
+    """``sec/submissions``: companies, their filing index, tickers and former names."""
+    submissions = [read_submissions(p) for p in _files(landing / "sec/submissions", "*.json")]
+    companies = [s for s in submissions if s.company is not None]
+    return {
+        "sec_companies": _records_frame(
+            [dataclasses.asdict(s.company) for s in companies], _column_dtypes(Company)
+        ),
+        "sec_filings": _concat([s.filings.assign(cik=s.cik) for s in submissions]),
+        "sec_tickers": _concat([s.tickers.assign(cik=s.cik) for s in companies]),
+        "sec_former_names": _concat([s.former_names.assign(cik=s.cik) for s in companies]),
+    }
+
+
+def read_sec_companyfacts(landing: Path) -> dict[str, pd.DataFrame]:
+    """``sec/companyfacts``: every XBRL fact of every company."""
+    paths = _files(landing / "sec/companyfacts", "*.json")
+    return {"sec_facts": _concat([read_companyfacts(p) for p in paths])}
+
+
+def read_sec_form4(landing: Path) -> dict[str, pd.DataFrame]:
+    """``sec/form4``: filings (header), reporting owners and table lines, by accession."""
+    form4s = [read_form4(p) for p in _files(landing / "sec/form4", "*.xml")]
+    return {
+        "form4_filings": _records_frame(
+            [dataclasses.asdict(f.header) for f in form4s], _column_dtypes(Form4Header)
+        ),
+        "form4_owners": _concat([f.owners.assign(accession=f.header.accession) for f in form4s]),
+        "form4_lines": _concat([f.lines.assign(accession=f.header.accession) for f in form4s]),
+    }
+
+
+def read_sec_13f(landing: Path) -> dict[str, pd.DataFrame]:
+    """``sec/13f``: cover pages and information-table rows (value in USD), by accession."""
+    documents = _thirteen_f_documents(landing / "sec/13f")
+    return {
+        "form13f_filings": _records_frame([_cover_row(d) for d in documents], _COVER_DTYPES),
+        "form13f_holdings": _concat([d.holdings.assign(accession=d.accession) for d in documents]),
+    }
+
+
+def _csv_source(folder: str, reader: Callable[[Path], pd.DataFrame]) -> LandingSource:
+    def read(landing: Path) -> dict[str, pd.DataFrame]:
+        return {folder: _csv_tables(_files(landing / folder, "*.csv"), reader)}
+
+    read.__doc__ = f"``{folder}/*.csv``, in the layouts of contracts/landing/{folder}.yaml."
+    return read
+
+
+LandingSource = Callable[[Path], dict[str, pd.DataFrame]]
+
+#: every landing source: its folder under landing, and the reader giving its tables
+LANDING_SOURCES: dict[str, tuple[str, LandingSource]] = {
+    "sec_submissions": ("sec/submissions", read_sec_submissions),
+    "sec_companyfacts": ("sec/companyfacts", read_sec_companyfacts),
+    "sec_form4": ("sec/form4", read_sec_form4),
+    "sec_13f": ("sec/13f", read_sec_13f),
+    "prices": ("prices", _csv_source("prices", read_prices)),
+    "corporate_actions": (
+        "corporate_actions",
+        _csv_source("corporate_actions", read_corporate_actions),
+    ),
+    "security_master": ("security_master", _csv_source("security_master", read_security_master)),
+    "index_membership": (
+        "index_membership",
+        _csv_source("index_membership", read_index_membership),
+    ),
+}
+
+
+def _files(folder: Path, pattern: str) -> list[Path]:
+    return sorted(folder.glob(pattern))
+
+
+def count_source_files(landing: Path, source: str) -> int:
+    """How many landing files ``source`` has."""
+    folder = landing / LANDING_SOURCES[source][0]
+    return sum(1 for p in folder.rglob("*") if p.is_file()) if folder.exists() else 0
+
+
 def read_all_landing(landing: Path) -> LandingTables:
     """Read every landing file; a malformed file raises ``MalformedFileError`` naming it."""
     result = LandingTables()
-    sec = landing / "sec"
-
-    submissions = [read_submissions(p) for p in sorted((sec / "submissions").glob("*.json"))]
-    result.files["sec/submissions"] = len(submissions)
-    result.tables["sec_companies"] = _records_frame(
-        [dataclasses.asdict(s.company) for s in submissions if s.company is not None]
-    )
-    result.tables["sec_filings"] = _concat([s.filings.assign(cik=s.cik) for s in submissions])
-    result.tables["sec_tickers"] = _concat(
-        [s.tickers.assign(cik=s.cik) for s in submissions if s.company is not None]
-    )
-    result.tables["sec_former_names"] = _concat(
-        [s.former_names.assign(cik=s.cik) for s in submissions if s.company is not None]
-    )
-
-    facts = sorted((sec / "companyfacts").glob("*.json"))
-    result.files["sec/companyfacts"] = len(facts)
-    result.tables["sec_facts"] = _concat([read_companyfacts(p) for p in facts])
-
-    form4s = [read_form4(p) for p in sorted((sec / "form4").glob("*.xml"))]
-    result.files["sec/form4"] = len(form4s)
-    result.tables["form4_filings"] = _records_frame([dataclasses.asdict(f.header) for f in form4s])
-    result.tables["form4_owners"] = _concat(
-        [f.owners.assign(accession=f.header.accession) for f in form4s]
-    )
-    result.tables["form4_lines"] = _concat(
-        [f.lines.assign(accession=f.header.accession) for f in form4s]
-    )
-
-    thirteen_fs = _thirteen_f_documents(sec / "13f")
-    result.files["sec/13f"] = len(thirteen_fs)
-    result.tables["form13f_filings"] = _records_frame([_cover_row(d) for d in thirteen_fs])
-    result.tables["form13f_holdings"] = _concat(
-        [d.holdings.assign(accession=d.accession) for d in thirteen_fs]
-    )
-
-    for folder, reader in (
-        ("prices", read_prices),
-        ("corporate_actions", read_corporate_actions),
-        ("security_master", read_security_master),
-        ("index_membership", read_index_membership),
-    ):
-        paths = sorted((landing / folder).glob("*.csv"))
-        result.files[folder] = len(paths)
-        result.tables[folder] = _csv_tables(paths, reader)
+    for source, (folder, read) in LANDING_SOURCES.items():
+        result.files[folder] = count_source_files(landing, source)
+        result.tables.update(read(landing))
     return result

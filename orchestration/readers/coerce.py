@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -67,3 +68,20 @@ def dates_column(values: list[dt.date | None]) -> pd.Series:
         dtype=DATE_DTYPE,
     )
     return pd.Series(array, dtype=DATE_DTYPE)
+
+
+def typed_frame(rows: list[dict[str, Any]], columns: dict[str, str]) -> pd.DataFrame:
+    """Rows of plain Python values as a DataFrame with exactly ``columns`` (name → dtype).
+
+    dtype ``"date"`` means ``datetime.date`` values stored as ``DATE_DTYPE``; any other dtype is
+    given to pandas as is. An empty ``rows`` still yields every column with its dtype, so readers
+    return the same shape for a filing with no lines as for one with many.
+    """
+    data: dict[str, pd.Series] = {}
+    for column, dtype in columns.items():
+        values = [row.get(column) for row in rows]
+        if dtype == "date":
+            data[column] = dates_column(values)
+        else:
+            data[column] = pd.Series(values, dtype=dtype)
+    return pd.DataFrame(data, index=pd.RangeIndex(len(rows)))

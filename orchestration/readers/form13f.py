@@ -20,7 +20,7 @@ from typing import Any, Literal, NamedTuple
 import pandas as pd
 from lxml import etree
 
-from orchestration.readers.coerce import pad_cik, parse_sec_bool
+from orchestration.readers.coerce import pad_cik, parse_sec_bool, typed_frame
 from orchestration.readers.errors import MalformedFileError
 from orchestration.readers.sec_sgml import read_submission_text
 from orchestration.readers.sec_xml import (
@@ -30,7 +30,6 @@ from orchestration.readers.sec_xml import (
     iter_descendants,
     local_name,
     parse_xml,
-    typed_frame,
 )
 
 ValueUnit = Literal["thousands", "dollars"]

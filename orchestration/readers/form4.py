@@ -17,7 +17,13 @@ from typing import Any
 import pandas as pd
 from lxml import etree
 
-from orchestration.readers.coerce import pad_cik, parse_iso_date, parse_number, parse_sec_bool
+from orchestration.readers.coerce import (
+    pad_cik,
+    parse_iso_date,
+    parse_number,
+    parse_sec_bool,
+    typed_frame,
+)
 from orchestration.readers.errors import MalformedFileError
 from orchestration.readers.sec_xml import (
     ValueField,
@@ -29,7 +35,6 @@ from orchestration.readers.sec_xml import (
     local_name,
     parse_xml,
     read_value_field,
-    typed_frame,
 )
 
 #: dashed accession a landing file name starts with: ``0000899243-21-048676_doc4.xml``

@@ -11,12 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-import pandas as pd
 from lxml import etree
 
-from orchestration.readers.coerce import dates_column
 from orchestration.readers.errors import MalformedFileError
 
 #: name used in error messages when the XML came from memory rather than a file
@@ -166,20 +163,3 @@ def read_value_field(element: etree._Element | None, *path: str) -> ValueField:
     )
     line = value_element.sourceline if value_element is not None else field.sourceline
     return ValueField(value, ids, line)
-
-
-def typed_frame(rows: list[dict[str, Any]], columns: dict[str, str]) -> pd.DataFrame:
-    """Rows of plain Python values as a DataFrame with exactly ``columns`` (name → dtype).
-
-    dtype ``"date"`` means ``datetime.date`` values stored as ``DATE_DTYPE``; any other dtype is
-    given to pandas as is. An empty ``rows`` still yields every column with its dtype, so readers
-    return the same shape for a filing with no lines as for one with many.
-    """
-    data: dict[str, pd.Series] = {}
-    for column, dtype in columns.items():
-        values = [row.get(column) for row in rows]
-        if dtype == "date":
-            data[column] = dates_column(values)
-        else:
-            data[column] = pd.Series(values, dtype=dtype)
-    return pd.DataFrame(data, index=pd.RangeIndex(len(rows)))

@@ -1,0 +1,114 @@
+"""Published-dataset contracts: ``contracts/datasets/<name>.yaml``, one per mart.
+
+A contract names the mart's columns and DuckDB types, its key, the checks that must hold before
+a version is published (turned into Great Expectations suites), and how its rows map to change
+feed records.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from functools import cache
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+DATASETS_DIR = Path(__file__).parent / "datasets"
+
+DuckType = Literal["BIGINT", "INTEGER", "DOUBLE", "DATE", "TIMESTAMP", "VARCHAR", "BOOLEAN"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class DatasetColumn(_Strict):
+    """A mart column: its DuckDB type, whether it may be null, what it means."""
+
+    name: str
+    type: DuckType
+    nullable: bool = True
+    description: str
+
+
+class DateRange(_Strict):
+    """Values of a date column must fall in [min, max] (max may be ``today``)."""
+
+    min: dt.date | None = None
+    max: dt.date | Literal["today"] | None = None
+
+
+class DatasetChecks(_Strict):
+    """What must hold before a version with this dataset is published."""
+
+    ordered: list[list[str]] = Field(
+        default_factory=list, description="Chains non-decreasing along each row (nulls skipped)."
+    )
+    non_negative: list[str] = Field(default_factory=list)
+    positive: list[str] = Field(default_factory=list)
+    allowed: dict[str, list[str]] = Field(default_factory=dict)
+    date_range: dict[str, DateRange] = Field(default_factory=dict)
+    row_count_min_ratio: float = Field(
+        default=0.9,
+        gt=0,
+        le=1,
+        description="A new version keeps at least this share of the previous version's rows.",
+    )
+
+
+class ChangeFeed(_Strict):
+    """How a changed row becomes a change record: its scope, entity and date range."""
+
+    scope: str = Field(description="The record's `scope` (the dataset, or `index` for rosters).")
+    entity_column: str = Field(description="Column naming the entity (or index code) changed.")
+    date_column: str | None = Field(
+        default=None, description="Column whose min/max over changed rows give start and end."
+    )
+
+
+class DatasetContract(_Strict):
+    """One published dataset (one mart)."""
+
+    name: str
+    description: str
+    grain: str = Field(description="What one row is.")
+    key: list[str]
+    columns: list[DatasetColumn]
+    checks: DatasetChecks = Field(default_factory=DatasetChecks)
+    change_feed: ChangeFeed
+
+    @model_validator(mode="after")
+    def _names_exist(self) -> DatasetContract:
+        names = {c.name for c in self.columns}
+        referenced = set(self.key) | {n for chain in self.checks.ordered for n in chain}
+        referenced |= set(self.checks.non_negative) | set(self.checks.positive)
+        referenced |= set(self.checks.allowed) | set(self.checks.date_range)
+        referenced |= {self.change_feed.entity_column}
+        if self.change_feed.date_column:
+            referenced.add(self.change_feed.date_column)
+        unknown = referenced - names
+        if unknown:
+            raise ValueError(f"{self.name}: unknown column(s) referenced: {sorted(unknown)}")
+        nullable_keys = [c.name for c in self.columns if c.name in self.key and c.nullable]
+        if nullable_keys:
+            raise ValueError(f"{self.name}: key column(s) must not be nullable: {nullable_keys}")
+        return self
+
+    @property
+    def column_names(self) -> list[str]:
+        """Column names in contract order."""
+        return [c.name for c in self.columns]
+
+
+@cache
+def load_dataset_contract(name: str) -> DatasetContract:
+    """Load and validate ``contracts/datasets/<name>.yaml``."""
+    path = DATASETS_DIR / f"{name}.yaml"
+    return DatasetContract.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
+
+
+def dataset_names() -> list[str]:
+    """Every published dataset that has a contract."""
+    return sorted(p.stem for p in DATASETS_DIR.glob("*.yaml"))
