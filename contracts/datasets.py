@@ -66,6 +66,11 @@ class ChangeFeed(_Strict):
     date_column: str | None = Field(
         default=None, description="Column whose min/max over changed rows give start and end."
     )
+    url_template: str | None = Field(
+        default=None,
+        description="Where a client re-pulls a record's range: a /v1/ path with {entity}, "
+        "{start} and {end} placeholders (empty when open); null: the client re-pulls itself.",
+    )
 
 
 class DatasetContract(_Strict):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import sys
 from enum import StrEnum
+from pathlib import Path
 from typing import Annotated, NoReturn
 
 import typer
@@ -101,10 +102,35 @@ def landing_check() -> None:
     _print_json(tables.summary())
 
 
+def _refresh() -> None:
+    from orchestration.refresh import run_refresh
+
+    outcome = run_refresh(get_settings())
+    if not outcome.success:
+        checks = (
+            f" (failed checks: {', '.join(outcome.failed_checks)})" if outcome.failed_checks else ""
+        )
+        typer.echo(
+            f"findata: refresh run {outcome.run_id} failed{checks}; nothing was "
+            "published and the current version stays current",
+            err=True,
+        )
+        raise typer.Exit(1)
+    if outcome.version is None:
+        typer.echo(f"refresh {outcome.run_id}: nothing changed; no new version")
+    else:
+        typer.echo(outcome.version)
+        typer.echo(
+            f"refresh {outcome.run_id}: published {outcome.version} with "
+            f"{outcome.records} change records",
+            err=True,
+        )
+
+
 @app.command()
 def refresh() -> None:
     """Run the whole pipeline once on what is in landing; print the new version."""
-    _not_built("the pipeline", 3)
+    _refresh()
 
 
 @app.command()
@@ -118,9 +144,16 @@ def serve(
 
 
 @app.command()
-def ui() -> None:
-    """The Dagster UI on the same FINDATA_HOME, port 3000."""
-    _not_built("the Dagster definitions", 3)
+def ui(port: Annotated[int, typer.Option()] = 3000) -> None:
+    """The Dagster UI (and daemon: schedule, sensor) on the same FINDATA_HOME."""
+    import subprocess
+
+    from orchestration.refresh import prepare_dagster_home
+
+    prepare_dagster_home(get_settings())
+    dagster = Path(sys.executable).parent / "dagster"
+    command = [str(dagster), "dev", "-m", "orchestration.definitions", "-p", str(port)]
+    raise typer.Exit(subprocess.call(command))
 
 
 @accounts_app.command("create")

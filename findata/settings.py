@@ -19,6 +19,10 @@ class Settings(BaseSettings):
         default=None,
         description="Control-plane database; default SQLite under home.",
     )
+    base_url: str = Field(
+        default="http://127.0.0.1:8000",
+        description="Where clients reach the API (change-feed URLs in events).",
+    )
     webhooks_allow_private: bool = Field(
         default=False,
         description="UNSAFE: let webhook endpoints on loopback through (local development only).",
@@ -46,6 +50,16 @@ class Settings(BaseSettings):
     def demo_dir(self) -> Path:
         """The demo's manifest (``scenarios.json``)."""
         return self.home_dir / "demo"
+
+    @property
+    def build_dir(self) -> Path:
+        """The pipeline's working files: the build warehouse, dbt artifacts."""
+        return self.home_dir / "build"
+
+    @property
+    def warehouse_path(self) -> Path:
+        """The build warehouse DuckDB file (raw tables and dbt's models)."""
+        return self.build_dir / "warehouse.duckdb"
 
     @property
     def dagster_home(self) -> Path:

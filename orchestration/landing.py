@@ -168,7 +168,7 @@ def read_sec_13f(landing: Path) -> dict[str, pd.DataFrame]:
     }
 
 
-def _csv_source(folder: str, reader: Callable[[Path], pd.DataFrame]) -> LandingSource:
+def _csv_source(folder: str, reader: Callable[[Path], pd.DataFrame]) -> LandingReader:
     def read(landing: Path) -> dict[str, pd.DataFrame]:
         return {folder: _csv_tables(_files(landing / folder, "*.csv"), reader)}
 
@@ -176,24 +176,39 @@ def _csv_source(folder: str, reader: Callable[[Path], pd.DataFrame]) -> LandingS
     return read
 
 
-LandingSource = Callable[[Path], dict[str, pd.DataFrame]]
+LandingReader = Callable[[Path], dict[str, pd.DataFrame]]
 
-#: every landing source: its folder under landing, and the reader giving its tables
-LANDING_SOURCES: dict[str, tuple[str, LandingSource]] = {
-    "sec_submissions": ("sec/submissions", read_sec_submissions),
-    "sec_companyfacts": ("sec/companyfacts", read_sec_companyfacts),
-    "sec_form4": ("sec/form4", read_sec_form4),
-    "sec_13f": ("sec/13f", read_sec_13f),
-    "prices": ("prices", _csv_source("prices", read_prices)),
-    "corporate_actions": (
-        "corporate_actions",
-        _csv_source("corporate_actions", read_corporate_actions),
+
+@dataclass(frozen=True)
+class LandingSource:
+    """A landing folder, the raw tables it gives, and the function that reads them."""
+
+    folder: str
+    tables: tuple[str, ...]
+    read: LandingReader
+
+
+#: every landing source by name
+LANDING_SOURCES: dict[str, LandingSource] = {
+    "sec_submissions": LandingSource(
+        "sec/submissions",
+        ("sec_companies", "sec_filings", "sec_tickers", "sec_former_names"),
+        read_sec_submissions,
     ),
-    "security_master": ("security_master", _csv_source("security_master", read_security_master)),
-    "index_membership": (
-        "index_membership",
-        _csv_source("index_membership", read_index_membership),
+    "sec_companyfacts": LandingSource("sec/companyfacts", ("sec_facts",), read_sec_companyfacts),
+    "sec_form4": LandingSource(
+        "sec/form4", ("form4_filings", "form4_owners", "form4_lines"), read_sec_form4
     ),
+    "sec_13f": LandingSource("sec/13f", ("form13f_filings", "form13f_holdings"), read_sec_13f),
+    **{
+        folder: LandingSource(folder, (folder,), _csv_source(folder, reader))
+        for folder, reader in (
+            ("prices", read_prices),
+            ("corporate_actions", read_corporate_actions),
+            ("security_master", read_security_master),
+            ("index_membership", read_index_membership),
+        )
+    },
 }
 
 
@@ -201,16 +216,19 @@ def _files(folder: Path, pattern: str) -> list[Path]:
     return sorted(folder.glob(pattern))
 
 
-def count_source_files(landing: Path, source: str) -> int:
-    """How many landing files ``source`` has."""
-    folder = landing / LANDING_SOURCES[source][0]
-    return sum(1 for p in folder.rglob("*") if p.is_file()) if folder.exists() else 0
+def source_files(landing: Path, source: str) -> list[Path]:
+    """Every landing file of ``source``, sorted."""
+    folder = landing / LANDING_SOURCES[source].folder
+    return sorted(p for p in folder.rglob("*") if p.is_file()) if folder.exists() else []
 
 
 def read_all_landing(landing: Path) -> LandingTables:
     """Read every landing file; a malformed file raises ``MalformedFileError`` naming it."""
     result = LandingTables()
-    for source, (folder, read) in LANDING_SOURCES.items():
-        result.files[folder] = count_source_files(landing, source)
-        result.tables.update(read(landing))
+    for name, source in LANDING_SOURCES.items():
+        result.files[source.folder] = len(source_files(landing, name))
+        tables = source.read(landing)
+        if tuple(tables) != source.tables:
+            raise RuntimeError(f"landing source {name} gave {tuple(tables)}, not {source.tables}")
+        result.tables.update(tables)
     return result

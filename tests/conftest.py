@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,6 +16,7 @@ import pytest
 from findata.clock import SystemClock, utc_today
 from orchestration.demo.generate import DEFAULT_SEED, generate_demo
 from orchestration.landing import LandingTables, read_all_landing
+from orchestration.raw import write_raw_tables
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -48,3 +52,41 @@ def small_demo(tmp_path_factory: pytest.TempPathFactory, demo_today: dt.date) ->
     return Demo(
         home=home, today=demo_today, scenarios=scenarios, tables=read_all_landing(home / "landing")
     )
+
+
+TRANSFORMS = Path(__file__).parents[1] / "transforms"
+
+
+def run_dbt(warehouse: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run the venv's dbt on the project with ``warehouse`` as the build database."""
+    dbt = Path(sys.executable).parent / "dbt"
+    env = {**os.environ, "FINDATA_WAREHOUSE": str(warehouse), "DBT_SEND_ANONYMOUS_USAGE_STATS": "0"}
+    return subprocess.run(
+        [
+            str(dbt),
+            *args,
+            "--project-dir",
+            str(TRANSFORMS),
+            "--profiles-dir",
+            str(TRANSFORMS),
+            "--target-path",
+            str(warehouse.parent / "dbt-target"),
+            "--log-path",
+            str(warehouse.parent / "dbt-logs"),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=900,
+    )
+
+
+@pytest.fixture(scope="session")
+def small_warehouse(small_demo: Demo) -> Path:
+    """The small demo's build warehouse: raw tables loaded and ``dbt build`` run, once."""
+    warehouse = small_demo.home / "build" / "warehouse.duckdb"
+    write_raw_tables(warehouse, small_demo.tables.tables)
+    result = run_dbt(warehouse, "build")
+    assert result.returncode == 0, result.stdout[-4000:]
+    return warehouse

@@ -1,0 +1,47 @@
+"""Opening the control-plane database, migrated to the newest schema on first use."""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+import sqlalchemy as sa
+from alembic import command
+from alembic.config import Config
+
+MIGRATIONS = Path(__file__).parent / "migrations"
+
+
+def alembic_config(url: str) -> Config:
+    """Alembic's configuration for ``url`` (no alembic.ini: everything is set here)."""
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    return config
+
+
+def upgrade(url: str) -> None:
+    """Apply every migration not yet applied to the database at ``url``."""
+    if url.startswith("sqlite:///"):
+        Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+    command.upgrade(alembic_config(url), "head")
+
+
+@cache
+def engine_for(url: str) -> sa.Engine:
+    """The engine of the control plane at ``url``, migrated to the newest schema."""
+    upgrade(url)
+    engine = sa.create_engine(url, future=True)
+    if engine.dialect.name == "sqlite":
+        # several processes (pipeline, API workers) share the file: wait on locks, don't fail
+        sa.event.listen(engine, "connect", _sqlite_pragmas)
+    return engine
+
+
+def _sqlite_pragmas(connection: object, _record: object) -> None:
+    """Per-connection SQLite settings (``connection`` is the DBAPI connection)."""
+    cursor = connection.cursor()
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA busy_timeout=30000")
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.close()

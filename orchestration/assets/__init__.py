@@ -1,0 +1,1 @@
+"""Dagster assets: landing → raw tables → dbt models → contract checks → published version."""

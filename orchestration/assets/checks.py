@@ -1,0 +1,58 @@
+"""Data contracts as blocking asset checks on the marts: a failure stops the publish."""
+
+from __future__ import annotations
+
+import dagster as dg
+import duckdb
+
+from contracts.datasets import DatasetContract
+from findata.clock import get_clock, utc_today
+from findata.control_plane.database import engine_for
+from findata.settings import get_settings
+from orchestration.contract_checks import check_dataset
+from orchestration.publish import contracts_published, current_version
+
+
+def mart_asset_key(dataset: str) -> dg.AssetKey:
+    """The asset key of the mart behind published dataset ``dataset``."""
+    return dg.AssetKey(["marts", dataset])
+
+
+def previous_row_counts() -> dict[str, int]:
+    """Rows per dataset in the current published version (empty before the first)."""
+    engine = engine_for(get_settings().control_plane_url)
+    with engine.connect() as connection:
+        current = current_version(connection)
+    return dict(current.row_counts) if current is not None else {}
+
+
+def _contract_check(contract: DatasetContract) -> dg.AssetChecksDefinition:
+    @dg.asset_check(
+        asset=mart_asset_key(contract.name),
+        name="data_contract",
+        blocking=True,
+        description=f"contracts/datasets/{contract.name}.yaml as a Great Expectations suite.",
+    )
+    def check() -> dg.AssetCheckResult:
+        settings = get_settings()
+        with duckdb.connect(str(settings.warehouse_path), read_only=True) as con:
+            frame = con.execute(f'SELECT * FROM marts."{contract.name}"').df()
+        result = check_dataset(
+            frame,
+            contract,
+            today=utc_today(get_clock()),
+            previous_rows=previous_row_counts().get(contract.name),
+        )
+        return dg.AssetCheckResult(
+            passed=result.success,
+            severity=dg.AssetCheckSeverity.ERROR,
+            metadata={
+                "rows": result.row_count,
+                "failures": dg.MetadataValue.json([list(map(str, f)) for f in result.failures]),
+            },
+        )
+
+    return check
+
+
+contract_checks = [_contract_check(c) for c in contracts_published()]

@@ -1,0 +1,85 @@
+"""The dbt project as Dagster assets: each model its own asset, dbt tests as asset checks."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+from dagster_dbt import DagsterDbtTranslator, DbtCliResource, DbtProject, dbt_assets
+
+from findata.settings import get_settings
+from orchestration.assets.raw import raw_asset_key
+
+TRANSFORMS = Path(__file__).resolve().parents[2] / "transforms"
+
+
+class FindataTranslator(DagsterDbtTranslator):
+    """dbt sources are the raw assets; models are keyed ``[schema, model]``, grouped by layer."""
+
+    def get_asset_key(self, dbt_resource_props: Mapping[str, Any]) -> dg.AssetKey:
+        if dbt_resource_props["resource_type"] == "source":
+            return raw_asset_key(dbt_resource_props["identifier"])
+        return dg.AssetKey([dbt_resource_props["schema"], dbt_resource_props["name"]])
+
+    def get_group_name(self, dbt_resource_props: Mapping[str, Any]) -> str | None:
+        return dbt_resource_props.get("schema") or "dbt"
+
+
+def dbt_environment() -> None:
+    """Point dbt's profile at this FINDATA_HOME's build warehouse."""
+    os.environ["FINDATA_WAREHOUSE"] = str(get_settings().warehouse_path)
+    os.environ.setdefault("DBT_SEND_ANONYMOUS_USAGE_STATS", "0")
+
+
+dbt_environment()
+dbt_project = DbtProject(project_dir=TRANSFORMS, profiles_dir=TRANSFORMS)
+
+
+def _project_digest() -> str:
+    """A hash of every file of the dbt project that shapes its manifest."""
+    digest = hashlib.sha256()
+    for path in sorted(TRANSFORMS.rglob("*")):
+        relative = path.relative_to(TRANSFORMS)
+        if path.is_file() and relative.parts[0] in (
+            "models",
+            "macros",
+            "tests",
+            "dbt_project.yml",
+            "profiles.yml",
+        ):
+            digest.update(str(relative).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def prepare_manifest(project: DbtProject) -> None:
+    """Parse the project (``dbt parse``) unless the manifest was made from these very files:
+    outside ``dagster dev`` nothing else does, and a stale manifest would miss new models."""
+    stamp = project.manifest_path.parent / "findata-project.sha256"
+    digest = _project_digest()
+    if project.manifest_path.exists() and stamp.exists() and stamp.read_text() == digest:
+        return
+    project.preparer.prepare(project)
+    stamp.write_text(digest)
+
+
+prepare_manifest(dbt_project)
+
+dbt_resource = DbtCliResource(
+    project_dir=dbt_project, dbt_executable=str(Path(sys.executable).parent / "dbt")
+)
+
+
+@dbt_assets(
+    manifest=dbt_project.manifest_path,
+    project=dbt_project,
+    dagster_dbt_translator=FindataTranslator(),
+)
+def dbt_models(context: dg.AssetExecutionContext, dbt: DbtCliResource) -> Iterator[Any]:
+    """``dbt build``: every model with its tests."""
+    dbt_environment()
+    yield from dbt.cli(["build"], context=context).stream()

@@ -1,0 +1,64 @@
+"""Publishing as assets: the version, its change records and its data.changed event.
+
+They are one step (one multi-asset) because they are written in one control-plane transaction;
+three assets make each visible in the UI with its own metadata and lineage.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import dagster as dg
+
+from findata.clock import get_clock
+from findata.settings import get_settings
+from orchestration.assets.checks import mart_asset_key
+from orchestration.publish import contracts_published, publish
+
+PUBLISHED_VERSION = dg.AssetKey("published_version")
+CHANGE_RECORDS = dg.AssetKey("change_records")
+DATA_CHANGED_EVENT = dg.AssetKey("data_changed_event")
+
+
+@dg.multi_asset(
+    name="publish",
+    specs=[
+        dg.AssetSpec(
+            PUBLISHED_VERSION,
+            group_name="publish",
+            kinds={"duckdb"},
+            deps=[mart_asset_key(c.name) for c in contracts_published()],
+            description="An immutable DuckDB file of every contracted mart.",
+        ),
+        dg.AssetSpec(
+            CHANGE_RECORDS,
+            group_name="publish",
+            deps=[PUBLISHED_VERSION],
+            description="The change feed's records of this version.",
+        ),
+        dg.AssetSpec(
+            DATA_CHANGED_EVENT,
+            group_name="publish",
+            deps=[CHANGE_RECORDS],
+            description="The data.changed event announcing them.",
+        ),
+    ],
+)
+def publish_version(context: dg.AssetExecutionContext) -> Iterator[dg.MaterializeResult]:
+    """Publish the marts as a new version if anything changed (orchestration.publish)."""
+    result = publish(get_settings(), run_id=context.run_id, clock=get_clock())
+    if result.changed:
+        context.log.info(f"published {result.version}: {result.records} change records")
+    else:
+        context.log.info("nothing changed: no version, no change record, no event")
+    yield dg.MaterializeResult(
+        asset_key=PUBLISHED_VERSION,
+        metadata={"version": result.version or "(unchanged)", "changed": result.changed},
+    )
+    yield dg.MaterializeResult(
+        asset_key=CHANGE_RECORDS,
+        metadata={"records": result.records, "datasets": dg.MetadataValue.json(result.datasets)},
+    )
+    yield dg.MaterializeResult(
+        asset_key=DATA_CHANGED_EVENT, metadata={"event_id": result.event_id or "(none)"}
+    )

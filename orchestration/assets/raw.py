@@ -1,0 +1,46 @@
+"""One multi-asset per landing source: its files read by the real-format readers into raw.*."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import dagster as dg
+
+from findata.settings import get_settings
+from orchestration.landing import LANDING_SOURCES, LandingSource, source_files
+from orchestration.raw import RAW_SCHEMA, write_raw_tables
+
+
+def raw_asset_key(table: str) -> dg.AssetKey:
+    """The asset key of raw table ``table`` (dbt sources map onto these)."""
+    return dg.AssetKey([RAW_SCHEMA, table])
+
+
+def _raw_source_asset(name: str, source: LandingSource) -> dg.AssetsDefinition:
+    @dg.multi_asset(
+        name=f"raw_{name}",
+        specs=[
+            dg.AssetSpec(
+                raw_asset_key(table),
+                group_name="raw",
+                kinds={"duckdb"},
+                description=f"Landing {source.folder} read into {RAW_SCHEMA}.{table}.",
+            )
+            for table in source.tables
+        ],
+    )
+    def load(context: dg.AssetExecutionContext) -> Iterator[dg.MaterializeResult]:
+        settings = get_settings()
+        files = source_files(settings.landing_dir, name)
+        rows = write_raw_tables(settings.warehouse_path, source.read(settings.landing_dir))
+        for table, count in rows.items():
+            yield dg.MaterializeResult(
+                asset_key=raw_asset_key(table),
+                metadata={"rows": count, "landing_files": len(files)},
+            )
+        context.log.info(f"{source.folder}: {len(files)} files, rows {rows}")
+
+    return load
+
+
+raw_assets = [_raw_source_asset(name, source) for name, source in LANDING_SOURCES.items()]

@@ -1,0 +1,100 @@
+"""What a contract check reports: pass/fail, row count, one line per failed expectation."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+_EXAMPLES = 5
+
+
+class ContractFailure(NamedTuple):
+    """One failed expectation: its GE type, the column(s) it is about, what was seen."""
+
+    expectation: str
+    columns: tuple[str, ...]
+    summary: str
+    rule: str = ""
+
+
+@dataclass(frozen=True)
+class ContractCheckResult:
+    """One dataset checked against its contract.
+
+    ``validation`` and ``suite`` are GE's own JSON (``ExpectationSuiteValidationResult`` and
+    ``ExpectationSuite``); :func:`orchestration.checks.data_docs.write_data_docs` renders them.
+    ``method`` says how the data was read (see ``orchestration.contract_checks``).
+    """
+
+    dataset: str
+    success: bool
+    row_count: int
+    failures: tuple[ContractFailure, ...]
+    validation: dict[str, Any] = field(repr=False)
+    suite: dict[str, Any] = field(repr=False)
+    method: str = "pandas"
+
+    @property
+    def failed_expectations(self) -> set[str]:
+        """The GE expectation types that failed."""
+        return {f.expectation for f in self.failures}
+
+
+def _columns(kwargs: dict[str, Any]) -> tuple[str, ...]:
+    if "column" in kwargs:
+        return (kwargs["column"],)
+    if "column_A" in kwargs:
+        return (kwargs["column_A"], kwargs["column_B"])
+    return tuple(kwargs.get("column_list") or ())
+
+
+def _summary(result: dict[str, Any], exception: dict[str, Any] | None, kwargs: dict[str, Any]) -> str:
+    if exception:
+        messages = [
+            info.get("exception_message")
+            for info in ([exception] if "raised_exception" in exception else exception.values())
+            if isinstance(info, dict) and info.get("raised_exception")
+        ]
+        if messages:
+            return "error: " + "; ".join(str(m) for m in messages)
+    if "unexpected_count" in result:
+        text = f"{result['unexpected_count']} unexpected of {result.get('element_count')} rows"
+        examples = result.get("partial_unexpected_counts") or [
+            {"value": v} for v in result.get("partial_unexpected_list") or []
+        ]
+        if examples:
+            shown = ", ".join(
+                f"{e['value']!r}" + (f" x{e['count']}" if e.get("count", 1) > 1 else "")
+                for e in examples[:_EXAMPLES]
+            )
+            text += f"; e.g. {shown}"
+        return text
+    if "observed_value" in result:
+        text = f"observed {result['observed_value']!r}"
+        if "column_list" in kwargs:
+            text += f"; expected {kwargs['column_list']!r}"
+        elif "min_value" in kwargs or "max_value" in kwargs:
+            text += f"; expected between {kwargs.get('min_value')!r} and {kwargs.get('max_value')!r}"
+        elif "type_list" in kwargs:
+            text += f"; expected one of {kwargs['type_list']!r}"
+        return text
+    return "failed"
+
+
+def failures_of(validation: dict[str, Any]) -> tuple[ContractFailure, ...]:
+    """The failed expectations of a GE validation result (as JSON), in suite order."""
+    failures = []
+    for item in validation["results"]:
+        if item["success"]:
+            continue
+        config = item["expectation_config"]
+        kwargs = config.get("kwargs") or {}
+        failures.append(
+            ContractFailure(
+                expectation=config["type"],
+                columns=_columns(kwargs),
+                summary=_summary(item.get("result") or {}, item.get("exception_info"), kwargs),
+                rule=(config.get("meta") or {}).get("rule", ""),
+            )
+        )
+    return tuple(failures)

@@ -1,0 +1,35 @@
+"""The Dagster definitions: ``dagster dev -m orchestration.definitions`` or ``findata ui``."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from orchestration.assets.checks import contract_checks
+from orchestration.assets.dbt import dbt_models, dbt_resource
+from orchestration.assets.publishing import publish_version
+from orchestration.assets.raw import raw_assets
+from orchestration.sensors import build_landing_sensor
+
+refresh_job = dg.define_asset_job(
+    "refresh", selection=dg.AssetSelection.all(), description="Landing to a published version."
+)
+
+defs = dg.Definitions(
+    assets=[*raw_assets, dbt_models, publish_version],
+    asset_checks=contract_checks,
+    jobs=[refresh_job],
+    schedules=[
+        # after the US close (21:00 UTC) on every weekday
+        dg.ScheduleDefinition(
+            job=refresh_job,
+            cron_schedule="30 22 * * 1-5",
+            execution_timezone="UTC",
+            name="daily_refresh",
+        ),
+    ],
+    sensors=[build_landing_sensor(refresh_job)],
+    resources={"dbt": dbt_resource},
+    # one step at a time: every step writes or reads the one build warehouse (DuckDB allows a
+    # single writer)
+    executor=dg.in_process_executor,
+)

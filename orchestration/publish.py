@@ -1,0 +1,397 @@
+"""Publishing: an immutable version file, its change records and its event, exactly once.
+
+Steps, in this order, under a lock that lets one publisher through at a time:
+
+1. copy every mart that has a contract into ``published/.staging-<run>.duckdb`` (columns in
+   contract order, rows in key order) and fingerprint each table;
+2. if the fingerprints equal the current version's, nothing changed: drop the staging file,
+   publish nothing (no version, no record, no event);
+3. otherwise diff each dataset against the current version (DuckDB, both files attached), rename
+   the staging file to ``published/<label>.duckdb`` (the immutable version), and
+4. in ONE control-plane transaction insert the version row, its change records and its
+   ``data.changed`` event. The newest version row is the current version, so the version becomes
+   current, and its records and event visible, in the same commit.
+
+A crash before the commit leaves at most a version file that no row names; it is never served,
+and the next publish removes it and publishes the same changes again. Re-running is safe.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import fcntl
+import hashlib
+import json
+import os
+import secrets
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import sqlalchemy as sa
+
+from contracts.datasets import DatasetContract, dataset_names, load_dataset_contract
+from findata.change_cursor import encode_change_cursor
+from findata.clock import Clock
+from findata.control_plane import schema
+from findata.control_plane.database import engine_for
+from findata.settings import Settings
+
+#: change feed retention (spec: the feed keeps 90 days of records)
+RETENTION = dt.timedelta(days=90)
+#: environment variable naming a point where publishing kills its own process (crash tests)
+FAULT_ENV = "FINDATA_FAULT_INJECT"
+FAULT_AFTER_VERSION_FILE = "after-version-file"
+
+
+@dataclass(frozen=True)
+class ChangeRecord:
+    """One entity (or index) of one dataset that the new version changed."""
+
+    dataset: str
+    scope: str
+    entity: str
+    change: str  # added, changed, removed, rebuild
+    start: dt.date | None
+    end: dt.date | None
+    rows: int
+    url: str | None
+
+
+@dataclass(frozen=True)
+class PublishResult:
+    """What a publish did: a new version with its records and event, or nothing."""
+
+    version: str | None
+    version_id: int | None
+    records: int
+    event_id: str | None
+    datasets: dict[str, dict[str, int]]
+
+    @property
+    def changed(self) -> bool:
+        """True when a new version was published."""
+        return self.version is not None
+
+
+def contracts_published() -> list[DatasetContract]:
+    """Every dataset that has a contract, by name."""
+    return [load_dataset_contract(name) for name in dataset_names()]
+
+
+def _quoted(names: list[str]) -> str:
+    return ", ".join(f'"{n}"' for n in names)
+
+
+def export_marts(warehouse: Path, target: Path, contracts: list[DatasetContract]) -> None:
+    """Copy each contract's mart from ``warehouse`` into ``target`` (a new DuckDB file)."""
+    target.unlink(missing_ok=True)
+    with duckdb.connect(str(target)) as con:
+        con.execute(f"ATTACH '{warehouse}' AS build (READ_ONLY)")
+        for contract in contracts:
+            con.execute(
+                f'CREATE TABLE main."{contract.name}" AS SELECT {_quoted(contract.column_names)} '
+                f'FROM build.marts."{contract.name}" ORDER BY {_quoted(contract.key)}'
+            )
+        con.execute("DETACH build")
+        con.execute("CHECKPOINT")
+
+
+def fingerprints(
+    con: duckdb.DuckDBPyConnection, schema_name: str, contracts: list[DatasetContract]
+) -> dict[str, str]:
+    """An order-independent fingerprint of each table: row count, XOR of row hashes, columns."""
+    result = {}
+    for contract in contracts:
+        count, digest = con.execute(
+            f'SELECT count(*), bit_xor(hash(t)) FROM {schema_name}."{contract.name}" t'
+        ).fetchone()
+        result[contract.name] = f"{count}:{digest}:{','.join(contract.column_names)}"
+    return result
+
+
+def content_hash(prints: dict[str, str]) -> str:
+    """One hash of every table's fingerprint."""
+    return hashlib.sha256(json.dumps(prints, sort_keys=True).encode()).hexdigest()
+
+
+def _record_url(
+    contract: DatasetContract, entity: str, start: dt.date | None, end: dt.date | None
+) -> str | None:
+    template = contract.change_feed.url_template
+    if template is None:
+        return None
+    return template.format(
+        entity=entity, start=start.isoformat() if start else "", end=end.isoformat() if end else ""
+    )
+
+
+def diff_dataset(
+    con: duckdb.DuckDBPyConnection, contract: DatasetContract, new: str, old: str | None
+) -> list[ChangeRecord]:
+    """Change records of one dataset: one per entity whose rows were added, changed or removed.
+
+    ``new`` and ``old`` are attached schemas holding the dataset (``old`` None: first version,
+    every entity is added). A dataset whose columns changed is rebuilt: every entity gets a
+    ``rebuild`` record with open dates.
+    """
+    feed = contract.change_feed
+    entity = f'CAST("{feed.entity_column}" AS VARCHAR)'
+    day = f'"{feed.date_column}"' if feed.date_column else "CAST(NULL AS DATE)"
+    key = _quoted(contract.key)
+    select = f"SELECT {key}, {entity} AS entity, {day} AS day, hash(t) AS h FROM"
+    new_rows = f'{select} {new}."{contract.name}" t'
+    old_columns = _columns(con, old, contract.name) if old is not None else []
+    if old_columns != contract.column_names:
+        # first version or a dataset new to this version: every entity is added; a dataset
+        # whose columns changed is rebuilt: clients re-pull every entity whole
+        rebuild = bool(old_columns)
+        rows = con.execute(
+            f"SELECT entity, count(*), min(day), max(day) FROM ({new_rows}) GROUP BY entity "
+            "ORDER BY entity"
+        ).fetchall()
+        return [
+            ChangeRecord(
+                contract.name,
+                feed.scope,
+                e,
+                "rebuild" if rebuild else "added",
+                None if rebuild else start,
+                None if rebuild else end,
+                n,
+                _record_url(contract, e, None if rebuild else start, None if rebuild else end),
+            )
+            for e, n, start, end in rows
+        ]
+    old_rows = f'{select} {old}."{contract.name}" t'
+    rows = con.execute(
+        f"""
+        SELECT coalesce(n.entity, o.entity) AS entity,
+               count(*) FILTER (WHERE o.h IS NULL) AS added,
+               count(*) FILTER (WHERE n.h IS NULL) AS removed,
+               count(*) FILTER (WHERE o.h IS NOT NULL AND n.h IS NOT NULL) AS changed,
+               min(coalesce(n.day, o.day)) AS start, max(coalesce(n.day, o.day)) AS "end"
+        FROM ({new_rows}) n FULL OUTER JOIN ({old_rows}) o USING ({key})
+        WHERE n.h IS DISTINCT FROM o.h
+        GROUP BY 1 ORDER BY 1
+        """
+    ).fetchall()
+    records = []
+    for e, added, removed, changed, start, end in rows:
+        kind = (
+            "added"
+            if added and not (removed or changed)
+            else "removed"
+            if removed and not (added or changed)
+            else "changed"
+        )
+        records.append(
+            ChangeRecord(
+                contract.name,
+                feed.scope,
+                e,
+                kind,
+                start,
+                end,
+                added + removed + changed,
+                _record_url(contract, e, start, end),
+            )
+        )
+    return records
+
+
+def _columns(con: duckdb.DuckDBPyConnection, catalog: str, table: str) -> list[str]:
+    columns = con.execute(
+        "SELECT column_name FROM information_schema.columns WHERE table_catalog = ? "
+        "AND table_name = ? ORDER BY ordinal_position",
+        [catalog, table],
+    ).fetchall()
+    return [c for (c,) in columns]
+
+
+def data_through(
+    con: duckdb.DuckDBPyConnection, contracts: list[DatasetContract]
+) -> dict[str, str | None]:
+    """The last date with data, per dataset that has a date column."""
+    result: dict[str, str | None] = {}
+    for contract in contracts:
+        column = contract.change_feed.date_column
+        if column:
+            (last,) = con.execute(f'SELECT max("{column}") FROM "{contract.name}"').fetchone()
+            result[contract.name] = last.isoformat() if last else None
+    return result
+
+
+@contextlib.contextmanager
+def publish_lock(published: Path) -> Iterator[None]:
+    """One publisher at a time on this machine (a file lock beside the versions)."""
+    published.mkdir(parents=True, exist_ok=True)
+    with open(published / ".publish.lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def current_version(connection: sa.Connection) -> sa.Row | None:
+    """The current version's row (the newest), or None before the first publish."""
+    versions = schema.versions
+    return connection.execute(sa.select(versions).order_by(versions.c.id.desc()).limit(1)).first()
+
+
+def _remove_unpublished_files(published: Path, known: set[str], keep: Path) -> None:
+    """Delete version files that no version row names (left by a crash before the commit)."""
+    for path in published.glob("*.duckdb"):
+        if path.name not in known and path != keep:
+            path.unlink()
+    for path in published.glob(".staging-*.duckdb"):
+        if path != keep:
+            path.unlink()
+
+
+def _inject_fault(point: str) -> None:
+    """Die here, at once, when the crash tests ask for it (``FINDATA_FAULT_INJECT``)."""
+    if os.environ.get(FAULT_ENV) == point:
+        os._exit(99)
+
+
+def _event_payload(
+    event_id: str,
+    created: dt.datetime,
+    run_id: str,
+    records: list[ChangeRecord],
+    first_id: int,
+    last_id: int,
+    base_url: str,
+) -> dict[str, object]:
+    counts: dict[str, Counter[str]] = {}
+    for record in records:
+        counts.setdefault(record.dataset, Counter())[record.change] += 1
+    return {
+        "id": event_id,
+        "type": "data.changed",
+        "created": created.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "run_id": run_id,
+        "datasets": [
+            {
+                "dataset": name,
+                **{k: counts[name][k] for k in ("added", "changed", "removed", "rebuild")},
+            }
+            for name in sorted(counts)
+        ],
+        "cursor_from": encode_change_cursor(first_id - 1),
+        "cursor_to": encode_change_cursor(last_id),
+        "changes_url": f"{base_url.rstrip('/')}/v1/changes",
+    }
+
+
+def publish(settings: Settings, *, run_id: str, clock: Clock) -> PublishResult:
+    """Publish the build warehouse's marts as a new version if they changed (see module doc)."""
+    contracts = contracts_published()
+    published = settings.published_dir
+    engine = engine_for(settings.control_plane_url)
+    with publish_lock(published):
+        with engine.connect() as connection:
+            current = current_version(connection)
+            known = set(connection.execute(sa.select(schema.versions.c.file_name)).scalars())
+        staging = published / f".staging-{run_id}.duckdb"
+        _remove_unpublished_files(published, known, keep=staging)
+        export_marts(settings.warehouse_path, staging, contracts)
+        with duckdb.connect(str(staging)) as con:
+            prints = fingerprints(con, "main", contracts)
+            digest = content_hash(prints)
+            if current is not None and current.content_hash == digest:
+                con.close()
+                staging.unlink()
+                return PublishResult(None, None, 0, None, {})
+            old = None
+            if current is not None:
+                con.execute(f"ATTACH '{published / current.file_name}' AS old (READ_ONLY)")
+                old = "old"
+            records = [r for c in contracts for r in diff_dataset(con, c, "main", old)]
+            through = data_through(con, contracts)
+            counts = {
+                c.name: con.execute(f'SELECT count(*) FROM "{c.name}"').fetchone()[0]
+                for c in contracts
+            }
+        now = clock.now()
+        label = f"{now:%Y%m%dT%H%M%S}Z-{run_id[:8]}"
+        version_file = published / f"{label}.duckdb"
+        os.replace(staging, version_file)
+        _inject_fault(FAULT_AFTER_VERSION_FILE)
+        event_id = "evt_" + secrets.token_hex(12)
+        with engine.begin() as connection:
+            version_id = connection.execute(
+                sa.insert(schema.versions).values(
+                    label=label,
+                    file_name=version_file.name,
+                    run_id=run_id,
+                    published_at=now,
+                    content_hash=digest,
+                    data_through=through,
+                    row_counts=counts,
+                )
+            ).inserted_primary_key[0]
+            ids = _insert_records(connection, version_id, records, now)
+            payload = (
+                _event_payload(event_id, now, run_id, records, ids[0], ids[-1], settings.base_url)
+                if ids
+                else None
+            )
+            if payload is not None:
+                connection.execute(
+                    sa.insert(schema.events).values(
+                        event_id=event_id,
+                        type="data.changed",
+                        version_id=version_id,
+                        payload=payload,
+                        created_at=now,
+                    )
+                )
+            connection.execute(
+                sa.delete(schema.change_records).where(
+                    schema.change_records.c.created_at < now - RETENTION
+                )
+            )
+        summary = {
+            d["dataset"]: {k: v for k, v in d.items() if k != "dataset"}
+            for d in (payload or {}).get("datasets", [])
+        }
+        return PublishResult(
+            label, version_id, len(records), event_id if payload else None, summary
+        )
+
+
+def _insert_records(
+    connection: sa.Connection, version_id: int, records: list[ChangeRecord], now: dt.datetime
+) -> list[int]:
+    """Insert the records in order; their ids (the feed cursor) are returned ascending."""
+    table = schema.change_records
+    if records:
+        connection.execute(
+            sa.insert(table),
+            [
+                {
+                    "version_id": version_id,
+                    "dataset": r.dataset,
+                    "scope": r.scope,
+                    "entity": r.entity,
+                    "change": r.change,
+                    "start": r.start,
+                    "end": r.end,
+                    "rows": r.rows,
+                    "url": r.url,
+                    "created_at": now,
+                }
+                for r in records
+            ],
+        )
+    return list(
+        connection.execute(
+            sa.select(table.c.id).where(table.c.version_id == version_id).order_by(table.c.id)
+        ).scalars()
+    )

@@ -1,0 +1,66 @@
+"""Running the refresh job in-process: the same Dagster job the UI runs, recorded in the same
+instance (``$FINDATA_HOME/dagster``)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from findata.settings import Settings
+
+DAGSTER_YAML = Path(__file__).resolve().parents[1] / "dagster.yaml"
+
+
+@dataclass(frozen=True)
+class RefreshOutcome:
+    """How a refresh ended: its run, whether it succeeded, and what it published."""
+
+    run_id: str
+    success: bool
+    version: str | None
+    records: int
+    failed_checks: list[str]
+
+
+def prepare_dagster_home(settings: Settings) -> Path:
+    """``$FINDATA_HOME/dagster`` with the project's dagster.yaml, exported as DAGSTER_HOME."""
+    home = settings.dagster_home
+    home.mkdir(parents=True, exist_ok=True)
+    if not (home / "dagster.yaml").exists():
+        shutil.copyfile(DAGSTER_YAML, home / "dagster.yaml")
+    os.environ["DAGSTER_HOME"] = str(home)
+    return home
+
+
+def run_refresh(settings: Settings) -> RefreshOutcome:
+    """Run the ``refresh`` job once on what is in landing."""
+    prepare_dagster_home(settings)
+    import dagster as dg
+
+    from orchestration.assets.publishing import CHANGE_RECORDS, PUBLISHED_VERSION
+    from orchestration.definitions import defs
+
+    with dg.DagsterInstance.get() as instance:
+        result = defs.resolve_job_def("refresh").execute_in_process(
+            instance=instance, raise_on_error=False
+        )
+        version, records = None, 0
+        for event in result.all_events:
+            if not event.is_step_materialization:
+                continue
+            materialization = event.step_materialization_data.materialization
+            metadata = {k: v.value for k, v in materialization.metadata.items()}
+            if materialization.asset_key == PUBLISHED_VERSION and metadata.get("changed"):
+                version = str(metadata["version"])
+            if materialization.asset_key == CHANGE_RECORDS:
+                records = int(metadata.get("records", 0))
+        failed = [
+            f"{e.asset_check_evaluation_data.asset_key.to_user_string()}:"
+            f"{e.asset_check_evaluation_data.check_name}"
+            for e in result.all_events
+            if e.event_type_value == "ASSET_CHECK_EVALUATION"
+            and not e.asset_check_evaluation_data.passed
+        ]
+        return RefreshOutcome(result.run_id, result.success, version, records, failed)

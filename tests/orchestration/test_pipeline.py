@@ -1,0 +1,287 @@
+"""The real Dagster refresh job on the small demo: versions, change records, events, failures.
+
+One FINDATA_HOME is taken through a sequence of landing changes, refreshing after each (the
+refreshes are what costs time, so each runs once and every test reads its outcome).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pandas as pd
+import pytest
+import sqlalchemy as sa
+from conftest import Demo
+
+from findata.control_plane import schema
+from findata.control_plane.database import engine_for
+from findata.settings import Settings, get_settings
+from orchestration.publish import FAULT_AFTER_VERSION_FILE, FAULT_ENV
+from orchestration.refresh import RefreshOutcome, run_refresh
+
+
+@dataclass
+class Snapshot:
+    """The control plane after a step."""
+
+    versions: list[dict[str, Any]]
+    records: list[dict[str, Any]]
+    events: list[dict[str, Any]]
+
+
+@dataclass
+class Steps:
+    """Each step's refresh outcome and the control plane after it."""
+
+    home: Path
+    outcomes: dict[str, RefreshOutcome] = field(default_factory=dict)
+    snapshots: dict[str, Snapshot] = field(default_factory=dict)
+    facts: dict[str, Any] = field(default_factory=dict)
+
+    def new_records(self, step: str, before: str) -> list[dict[str, Any]]:
+        seen = {r["id"] for r in self.snapshots[before].records}
+        return [r for r in self.snapshots[step].records if r["id"] not in seen]
+
+    def new_events(self, step: str, before: str) -> list[dict[str, Any]]:
+        seen = {e["id"] for e in self.snapshots[before].events}
+        return [e for e in self.snapshots[step].events if e["id"] not in seen]
+
+
+def _snapshot(settings: Settings) -> Snapshot:
+    engine = engine_for(settings.control_plane_url)
+    with engine.connect() as connection:
+
+        def rows(table: sa.Table) -> list[dict[str, Any]]:
+            return [
+                dict(r._mapping) for r in connection.execute(sa.select(table).order_by(table.c.id))
+            ]
+
+        return Snapshot(rows(schema.versions), rows(schema.change_records), rows(schema.events))
+
+
+def _next_session(day: dt.date) -> dt.date:
+    from orchestration.demo.calendar import trading_sessions
+
+    return trading_sessions(day + dt.timedelta(days=1), day + dt.timedelta(days=10))[0].date()
+
+
+def _add_price_day(landing: Path, day: dt.date, entity_ids: list[int]) -> None:
+    """A new price file with one bar on ``day`` for each of ``entity_ids`` (their last close)."""
+    prices = pd.concat(pd.read_csv(p) for p in sorted((landing / "prices").glob("*.csv")))
+    last = (
+        prices[prices["entity_id"].isin(entity_ids)].sort_values("date").groupby("entity_id").last()
+    )
+    rows = last.reset_index()[["entity_id", "ticker", "close", "volume", "shares_outstanding"]]
+    rows = rows.assign(
+        date=day.isoformat(),
+        open=rows["close"],
+        high=rows["close"] * 1.01,
+        low=rows["close"] * 0.99,
+    )
+    columns = [
+        "entity_id",
+        "ticker",
+        "date",
+        "open",
+        "high",
+        "low",
+        "close",
+        "volume",
+        "shares_outstanding",
+    ]
+    rows[columns].round(2).to_csv(
+        landing / "prices" / f"prices_extra_{day:%Y%m%d}.csv", index=False
+    )
+
+
+def _restate(landing: Path, cik: str, filed: dt.date) -> tuple[str, str]:
+    """Add a 10-K/A to the issuer's companyfacts restating its latest annual revenue."""
+    path = landing / "sec" / "companyfacts" / f"CIK{cik}.json"
+    document = json.loads(path.read_bytes())
+    revenues = document["facts"]["us-gaap"]["Revenues"]["units"]["USD"]
+    annual = [
+        f
+        for f in revenues
+        if f["form"] == "10-K" and f.get("start", "")[5:] == "01-01" and f["end"][5:] == "12-31"
+    ]
+    latest = max(annual, key=lambda f: (f["end"], f["filed"]))
+    accession = f"{cik}-{filed:%y}-900001"
+    revenues.append(
+        {
+            **latest,
+            "val": latest["val"] * 0.9,
+            "accn": accession,
+            "form": "10-K/A",
+            "filed": filed.isoformat(),
+        }
+    )
+    path.write_bytes(json.dumps(document, separators=(",", ":")).encode())
+    return latest["end"], accession
+
+
+@pytest.fixture(scope="module")
+def steps(small_demo: Demo, tmp_path_factory: pytest.TempPathFactory) -> Steps:
+    home = tmp_path_factory.mktemp("pipeline-home")
+    shutil.copytree(small_demo.landing, home / "landing")
+    result = Steps(home)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("FINDATA_HOME", str(home))
+        patch.setenv("DAGSTER_HOME", str(home / "dagster"))
+        settings = get_settings()
+        landing = settings.landing_dir
+
+        def step(name: str) -> None:
+            result.outcomes[name] = run_refresh(settings)
+            result.snapshots[name] = _snapshot(settings)
+
+        step("first")
+        step("unchanged")
+
+        as_of = dt.date.fromisoformat(small_demo.scenarios["as_of"])
+        day = _next_session(as_of)
+        gainers = [
+            small_demo.scenarios["plain"]["entity_id"],
+            *small_demo.scenarios["share_classes"]["security_entity_ids"],
+        ]
+        _add_price_day(landing, day, gainers)
+        result.facts.update(day=day, gainers=gainers)
+        step("one_day")
+
+        restated = small_demo.scenarios["plain"]["ticker"]
+        master = small_demo.tables.tables["security_master"]
+        row = master[master["ticker"] == restated].iloc[0]
+        period_end, accession = _restate(landing, row["cik"].zfill(10), as_of)
+        result.facts.update(
+            issuer=int(row["issuer_entity_id"]), period_end=period_end, accession=accession
+        )
+        step("restated")
+
+        bad = landing / "prices" / "prices_bad.csv"
+        bad.write_text(
+            "entity_id,ticker,date,open,high,low,close,volume\n"
+            f"{gainers[0]},X,{day.isoformat()},10,9,11,10,100\n"
+        )
+        step("high_below_low")
+        bad.unlink()
+
+        future = (as_of + dt.timedelta(days=400)).isoformat()
+        bad.write_text(
+            "entity_id,ticker,date,open,high,low,close,volume\n"
+            f"{gainers[0]},X,{future},10,11,9,10,100\n"
+        )
+        step("future_date")
+        bad.unlink()
+
+        # a refresh killed after writing its version file, before the commit; then again
+        _add_price_day(landing, _next_session(day), gainers[:1])
+        env = {**os.environ, FAULT_ENV: FAULT_AFTER_VERSION_FILE}
+        crashed = subprocess.run(
+            [str(Path(sys.executable).parent / "findata"), "refresh"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+            check=False,
+        )
+        result.facts.update(
+            crash_returncode=crashed.returncode,
+            files_after_crash=sorted(p.name for p in settings.published_dir.glob("*.duckdb")),
+        )
+        result.snapshots["crashed"] = _snapshot(settings)
+        step("after_crash")
+    return result
+
+
+def test_first_refresh_publishes_a_version_with_records_and_one_event(steps: Steps) -> None:
+    outcome = steps.outcomes["first"]
+    assert outcome.success and outcome.version is not None
+    snapshot = steps.snapshots["first"]
+    assert [v["label"] for v in snapshot.versions] == [outcome.version]
+    assert len(snapshot.records) == outcome.records > 0
+    assert len(snapshot.events) == 1
+    event = snapshot.events[0]["payload"]
+    assert event["type"] == "data.changed" and event["run_id"] == outcome.run_id
+    assert [d["dataset"] for d in event["datasets"]] == sorted(
+        d["dataset"] for d in event["datasets"]
+    )
+    assert (steps.home / "published" / f"{outcome.version}.duckdb").exists()
+
+
+def test_unchanged_landing_publishes_nothing(steps: Steps) -> None:
+    outcome = steps.outcomes["unchanged"]
+    assert outcome.success and outcome.version is None
+    assert steps.new_records("unchanged", "first") == []
+    assert steps.new_events("unchanged", "first") == []
+    assert len(steps.snapshots["unchanged"].versions) == 1
+
+
+def test_one_more_trading_day_changes_exactly_the_securities_that_gained_a_row(
+    steps: Steps,
+) -> None:
+    day = steps.facts["day"]
+    records = steps.new_records("one_day", "unchanged")
+    prices = [r for r in records if r["dataset"] == "prices"]
+    assert sorted(int(r["entity"]) for r in prices) == sorted(steps.facts["gainers"])
+    assert all(r["start"] == r["end"] == day and r["rows"] == 1 for r in prices)
+    other = {(r["dataset"], r["entity"]) for r in records if r["dataset"] != "prices"}
+    gainers = {str(e) for e in steps.facts["gainers"]}
+    assert all(entity in gainers for _, entity in other), other
+    assert len(steps.new_events("one_day", "unchanged")) == 1
+
+
+def test_a_restating_filing_changes_that_issuer_only_and_keeps_the_old_figures(
+    steps: Steps,
+) -> None:
+    records = steps.new_records("restated", "one_day")
+    datasets = {r["dataset"] for r in records}
+    assert "fundamentals" in datasets
+    assert {r["entity"] for r in records} == {str(steps.facts["issuer"])}
+    version = steps.snapshots["restated"].versions[-1]["file_name"]
+    with duckdb.connect(str(steps.home / "published" / version), read_only=True) as con:
+        rows = con.execute(
+            "SELECT accession, known_from FROM fundamentals WHERE issuer_entity_id = ? "
+            "AND period_end = ? AND period_type = 'annual' ORDER BY known_from",
+            [steps.facts["issuer"], steps.facts["period_end"]],
+        ).fetchall()
+    assert len(rows) >= 2 and rows[-1][0] == steps.facts["accession"]
+
+
+@pytest.mark.parametrize("step", ["high_below_low", "future_date"])
+def test_a_bad_landing_file_publishes_nothing(steps: Steps, step: str) -> None:
+    assert not steps.outcomes[step].success
+    before = steps.snapshots["restated"]
+    after = steps.snapshots[step]
+    assert (len(after.versions), len(after.records), len(after.events)) == (
+        len(before.versions),
+        len(before.records),
+        len(before.events),
+    )
+
+
+def test_the_future_dated_row_fails_the_prices_contract_check(steps: Steps) -> None:
+    assert any("prices" in name for name in steps.outcomes["future_date"].failed_checks)
+
+
+def test_a_crash_before_the_commit_then_a_rerun_publishes_exactly_once(steps: Steps) -> None:
+    assert steps.facts["crash_returncode"] == 99
+    crashed, before = steps.snapshots["crashed"], steps.snapshots["restated"]
+    assert len(crashed.versions) == len(before.versions)  # the crashed version is not current
+    assert len(crashed.records) == len(before.records)
+    after = steps.snapshots["after_crash"]
+    assert steps.outcomes["after_crash"].success
+    assert len(after.versions) == len(before.versions) + 1
+    records = steps.new_records("after_crash", "crashed")
+    prices = [r for r in records if r["dataset"] == "prices"]
+    assert [int(r["entity"]) for r in prices] == steps.facts["gainers"][:1]
+    assert len(steps.new_events("after_crash", "crashed")) == 1
+    files = sorted(p.name for p in (steps.home / "published").glob("*.duckdb"))
+    assert files == sorted(v["file_name"] for v in after.versions)
