@@ -9,15 +9,20 @@ Layout of landing (each folder holds files of one format):
   full-submission text file): 13F-HR
 - ``prices/``, ``corporate_actions/``, ``security_master/``, ``index_membership/``: ``*.csv`` in
   the layouts of ``contracts/landing/<folder>.yaml``
+
+A source is read unit by unit (a file, or a 13F folder). With a cache folder, each unit's tables
+are kept as Parquet keyed by the unit's files' sizes and modification times, so a refresh after
+one new file parses one file.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import hashlib
 import types
 import typing
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,12 +43,14 @@ from orchestration.readers.sec_companyfacts import read_companyfacts
 from orchestration.readers.sec_submissions import Company, read_submissions
 from orchestration.readers.security_master import read_security_master
 
+Tables = dict[str, pd.DataFrame]
+
 
 @dataclass
 class LandingTables:
-    """Landing read into one DataFrame per table, each row tagged with its source file."""
+    """Landing read into one DataFrame per table."""
 
-    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    tables: Tables = field(default_factory=dict)
     files: dict[str, int] = field(default_factory=dict)
 
     def summary(self) -> dict[str, dict[str, int]]:
@@ -52,11 +59,6 @@ class LandingTables:
             "files": dict(self.files),
             "rows": {name: len(frame) for name, frame in self.tables.items()},
         }
-
-
-def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
-    frames = [f for f in frames if not f.empty] or frames[:1]
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
 _SCALAR_DTYPES = {str: "string", int: "Int64", float: "float64", bool: "boolean", dt.date: "date"}
@@ -74,32 +76,8 @@ def _column_dtypes(record_type: type, extra: dict[str, str] | None = None) -> di
     return dtypes
 
 
-def _records_frame(records: list[dict[str, object]], dtypes: dict[str, str]) -> pd.DataFrame:
-    """Records as a DataFrame typed by ``dtypes`` (the same columns when there are none)."""
-    return typed_frame(records, dtypes)
-
-
-def _tagged(frame: pd.DataFrame, **columns: object) -> pd.DataFrame:
-    return frame.assign(**columns)
-
-
-def _csv_tables(paths: Iterable[Path], reader: Callable[[Path], pd.DataFrame]) -> pd.DataFrame:
-    return _concat([_tagged(reader(p), source_file=str(p)) for p in sorted(paths)])
-
-
-def _thirteen_f_documents(folder: Path) -> list[Filing13FDocument]:
-    documents = (
-        [
-            read_13f_filing(sub / "primary_doc.xml", sub / "infotable.xml", accession=sub.name)
-            for sub in sorted(p for p in folder.iterdir() if p.is_dir())
-        ]
-        if folder.exists()
-        else []
-    )
-    documents += [read_13f_submission_text(p) for p in sorted(folder.glob("*.txt"))]
-    return documents
-
-
+_COMPANY_DTYPES = _column_dtypes(Company)
+_FORM4_DTYPES = _column_dtypes(Form4Header)
 _COVER_DTYPES = _column_dtypes(
     Cover13F,
     {
@@ -127,65 +105,80 @@ def _cover_row(document: Filing13FDocument) -> dict[str, object]:
     }
 
 
-def read_sec_submissions(landing: Path) -> dict[str, pd.DataFrame]:
-    """``sec/submissions``: companies, their filing index, tickers and former names."""
-    submissions = [read_submissions(p) for p in _files(landing / "sec/submissions", "*.json")]
-    companies = [s for s in submissions if s.company is not None]
+def read_submissions_unit(path: Path) -> Tables:
+    """One submissions file: its company (none on a pagination page), filings, tickers, names."""
+    document = read_submissions(path)
+    companies = [dataclasses.asdict(document.company)] if document.company is not None else []
     return {
-        "sec_companies": _records_frame(
-            [dataclasses.asdict(s.company) for s in companies], _column_dtypes(Company)
-        ),
-        "sec_filings": _concat([s.filings.assign(cik=s.cik) for s in submissions]),
-        "sec_tickers": _concat([s.tickers.assign(cik=s.cik) for s in companies]),
-        "sec_former_names": _concat([s.former_names.assign(cik=s.cik) for s in companies]),
+        "sec_companies": typed_frame(companies, _COMPANY_DTYPES),
+        "sec_filings": document.filings.assign(cik=document.cik),
+        "sec_tickers": document.tickers.assign(cik=document.cik),
+        "sec_former_names": document.former_names.assign(cik=document.cik),
     }
 
 
-def read_sec_companyfacts(landing: Path) -> dict[str, pd.DataFrame]:
-    """``sec/companyfacts``: every XBRL fact of every company."""
-    paths = _files(landing / "sec/companyfacts", "*.json")
-    return {"sec_facts": _concat([read_companyfacts(p) for p in paths])}
+def read_companyfacts_unit(path: Path) -> Tables:
+    """One companyfacts file: every XBRL fact of one company."""
+    return {"sec_facts": read_companyfacts(path)}
 
 
-def read_sec_form4(landing: Path) -> dict[str, pd.DataFrame]:
-    """``sec/form4``: filings (header), reporting owners and table lines, by accession."""
-    form4s = [read_form4(p) for p in _files(landing / "sec/form4", "*.xml")]
+def read_form4_unit(path: Path) -> Tables:
+    """One Form 4: header, reporting owners and table lines, keyed by accession."""
+    document = read_form4(path)
+    accession = document.header.accession
     return {
-        "form4_filings": _records_frame(
-            [dataclasses.asdict(f.header) for f in form4s], _column_dtypes(Form4Header)
-        ),
-        "form4_owners": _concat([f.owners.assign(accession=f.header.accession) for f in form4s]),
-        "form4_lines": _concat([f.lines.assign(accession=f.header.accession) for f in form4s]),
+        "form4_filings": typed_frame([dataclasses.asdict(document.header)], _FORM4_DTYPES),
+        "form4_owners": document.owners.assign(accession=accession),
+        "form4_lines": document.lines.assign(accession=accession),
     }
 
 
-def read_sec_13f(landing: Path) -> dict[str, pd.DataFrame]:
-    """``sec/13f``: cover pages and information-table rows (value in USD), by accession."""
-    documents = _thirteen_f_documents(landing / "sec/13f")
+def read_13f_unit(path: Path) -> Tables:
+    """One 13F: a folder (primary_doc.xml + infotable.xml) or a full-submission .txt."""
+    if path.is_dir():
+        document = read_13f_filing(
+            path / "primary_doc.xml", path / "infotable.xml", accession=path.name
+        )
+    else:
+        document = read_13f_submission_text(path)
     return {
-        "form13f_filings": _records_frame([_cover_row(d) for d in documents], _COVER_DTYPES),
-        "form13f_holdings": _concat([d.holdings.assign(accession=d.accession) for d in documents]),
+        "form13f_filings": typed_frame([_cover_row(document)], _COVER_DTYPES),
+        "form13f_holdings": document.holdings.assign(accession=document.accession),
     }
 
 
-def _csv_source(folder: str, reader: Callable[[Path], pd.DataFrame]) -> LandingReader:
-    def read(landing: Path) -> dict[str, pd.DataFrame]:
-        return {folder: _csv_tables(_files(landing / folder, "*.csv"), reader)}
+def _csv_unit(folder: str, reader: Callable[[Path], pd.DataFrame]) -> Callable[[Path], Tables]:
+    def read(path: Path) -> Tables:
+        return {folder: reader(path).assign(source_file=path.name)}
 
-    read.__doc__ = f"``{folder}/*.csv``, in the layouts of contracts/landing/{folder}.yaml."
+    read.__doc__ = f"One ``{folder}/*.csv`` file, in a layout of contracts/landing/{folder}.yaml."
     return read
-
-
-LandingReader = Callable[[Path], dict[str, pd.DataFrame]]
 
 
 @dataclass(frozen=True)
 class LandingSource:
-    """A landing folder, the raw tables it gives, and the function that reads them."""
+    """A landing folder, the raw tables it gives, and how its units are found and read."""
 
     folder: str
     tables: tuple[str, ...]
-    read: LandingReader
+    read_unit: Callable[[Path], Tables]
+    patterns: tuple[str, ...]
+    unit_is_folder: bool = False
+
+    def units(self, landing: Path) -> list[Path]:
+        """The units of this source in ``landing``: files (or 13F folders), sorted."""
+        folder = landing / self.folder
+        if not folder.exists():
+            return []
+        found = {p for pattern in self.patterns for p in folder.glob(pattern) if p.is_file()}
+        if self.unit_is_folder:
+            found |= {p for p in folder.iterdir() if p.is_dir()}
+        return sorted(found)
+
+    def files(self, landing: Path) -> list[Path]:
+        """Every file under this source's folder."""
+        folder = landing / self.folder
+        return sorted(p for p in folder.rglob("*") if p.is_file()) if folder.exists() else []
 
 
 #: every landing source by name
@@ -193,15 +186,24 @@ LANDING_SOURCES: dict[str, LandingSource] = {
     "sec_submissions": LandingSource(
         "sec/submissions",
         ("sec_companies", "sec_filings", "sec_tickers", "sec_former_names"),
-        read_sec_submissions,
+        read_submissions_unit,
+        ("*.json",),
     ),
-    "sec_companyfacts": LandingSource("sec/companyfacts", ("sec_facts",), read_sec_companyfacts),
+    "sec_companyfacts": LandingSource(
+        "sec/companyfacts", ("sec_facts",), read_companyfacts_unit, ("*.json",)
+    ),
     "sec_form4": LandingSource(
-        "sec/form4", ("form4_filings", "form4_owners", "form4_lines"), read_sec_form4
+        "sec/form4", ("form4_filings", "form4_owners", "form4_lines"), read_form4_unit, ("*.xml",)
     ),
-    "sec_13f": LandingSource("sec/13f", ("form13f_filings", "form13f_holdings"), read_sec_13f),
+    "sec_13f": LandingSource(
+        "sec/13f",
+        ("form13f_filings", "form13f_holdings"),
+        read_13f_unit,
+        ("*.txt",),
+        unit_is_folder=True,
+    ),
     **{
-        folder: LandingSource(folder, (folder,), _csv_source(folder, reader))
+        folder: LandingSource(folder, (folder,), _csv_unit(folder, reader), ("*.csv",))
         for folder, reader in (
             ("prices", read_prices),
             ("corporate_actions", read_corporate_actions),
@@ -212,23 +214,50 @@ LANDING_SOURCES: dict[str, LandingSource] = {
 }
 
 
-def _files(folder: Path, pattern: str) -> list[Path]:
-    return sorted(folder.glob(pattern))
+def _unit_key(unit: Path) -> str:
+    """A cache key that changes whenever any file of the unit changes."""
+    files = sorted(p for p in unit.rglob("*") if p.is_file()) if unit.is_dir() else [unit]
+    digest = hashlib.sha256()
+    for path in files:
+        stat = path.stat()
+        digest.update(f"{path}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
+    return digest.hexdigest()[:32]
 
 
-def source_files(landing: Path, source: str) -> list[Path]:
-    """Every landing file of ``source``, sorted."""
-    folder = landing / LANDING_SOURCES[source].folder
-    return sorted(p for p in folder.rglob("*") if p.is_file()) if folder.exists() else []
+def _read_cached(source: LandingSource, unit: Path, cache: Path) -> Tables:
+    folder = cache / _unit_key(unit)
+    if folder.exists():
+        return {t: pd.read_parquet(folder / f"{t}.parquet") for t in source.tables}
+    tables = source.read_unit(unit)
+    staging = folder.with_name(folder.name + ".tmp")
+    staging.mkdir(parents=True, exist_ok=True)
+    for name, frame in tables.items():
+        frame.to_parquet(staging / f"{name}.parquet", index=False)
+    staging.rename(folder)
+    return tables
 
 
-def read_all_landing(landing: Path) -> LandingTables:
-    """Read every landing file; a malformed file raises ``MalformedFileError`` naming it."""
+def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    # an empty frame still carries the columns and dtypes: keep one when all are empty
+    kept = [f for f in frames if not f.empty] or frames[:1]
+    return pd.concat(kept, ignore_index=True) if kept else pd.DataFrame()
+
+
+def read_source(landing: Path, name: str, cache: Path | None = None) -> Tables:
+    """Every table of source ``name``; a malformed file raises ``MalformedFileError``."""
+    source = LANDING_SOURCES[name]
+    units = source.units(landing)
+    parts = [
+        _read_cached(source, unit, cache / name) if cache else source.read_unit(unit)
+        for unit in units
+    ]
+    return {table: _concat([part[table] for part in parts]) for table in source.tables}
+
+
+def read_all_landing(landing: Path, cache: Path | None = None) -> LandingTables:
+    """Read every landing source."""
     result = LandingTables()
     for name, source in LANDING_SOURCES.items():
-        result.files[source.folder] = len(source_files(landing, name))
-        tables = source.read(landing)
-        if tuple(tables) != source.tables:
-            raise RuntimeError(f"landing source {name} gave {tuple(tables)}, not {source.tables}")
-        result.tables.update(tables)
+        result.files[source.folder] = len(source.files(landing))
+        result.tables.update(read_source(landing, name, cache))
     return result

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import dagster as dg
 
 from findata.settings import get_settings
-from orchestration.landing import LANDING_SOURCES, LandingSource, source_files
+from orchestration.landing import LANDING_SOURCES, LandingSource, read_source
 from orchestration.raw import RAW_SCHEMA, write_raw_tables
 
 
@@ -31,8 +31,9 @@ def _raw_source_asset(name: str, source: LandingSource) -> dg.AssetsDefinition:
     )
     def load(context: dg.AssetExecutionContext) -> Iterator[dg.MaterializeResult]:
         settings = get_settings()
-        files = source_files(settings.landing_dir, name)
-        rows = write_raw_tables(settings.warehouse_path, source.read(settings.landing_dir))
+        files = source.files(settings.landing_dir)
+        tables = read_source(settings.landing_dir, name, cache=settings.build_dir / "landing-cache")
+        rows = write_raw_tables(settings.warehouse_path, tables)
         for table, count in rows.items():
             yield dg.MaterializeResult(
                 asset_key=raw_asset_key(table),

@@ -48,7 +48,9 @@ def _columns(kwargs: dict[str, Any]) -> tuple[str, ...]:
     return tuple(kwargs.get("column_list") or ())
 
 
-def _summary(result: dict[str, Any], exception: dict[str, Any] | None, kwargs: dict[str, Any]) -> str:
+def _summary(
+    result: dict[str, Any], exception: dict[str, Any] | None, kwargs: dict[str, Any]
+) -> str:
     if exception:
         messages = [
             info.get("exception_message")
@@ -74,7 +76,9 @@ def _summary(result: dict[str, Any], exception: dict[str, Any] | None, kwargs: d
         if "column_list" in kwargs:
             text += f"; expected {kwargs['column_list']!r}"
         elif "min_value" in kwargs or "max_value" in kwargs:
-            text += f"; expected between {kwargs.get('min_value')!r} and {kwargs.get('max_value')!r}"
+            text += (
+                f"; expected between {kwargs.get('min_value')!r} and {kwargs.get('max_value')!r}"
+            )
         elif "type_list" in kwargs:
             text += f"; expected one of {kwargs['type_list']!r}"
         return text

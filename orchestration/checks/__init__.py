@@ -1,0 +1,1 @@
+"""Dataset contracts as Great Expectations suites; see ``orchestration.contract_checks``."""
