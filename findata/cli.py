@@ -206,8 +206,41 @@ def db_upgrade() -> None:
 
 @contracts_app.command("check")
 def contracts_check() -> None:
-    """Run the data contracts on the current build and write Great Expectations data docs."""
-    _not_built("the data contracts", 3)
+    """Run the data contracts on the build warehouse's marts; write Great Expectations' data
+    docs under $FINDATA_HOME/contracts/data_docs; exit 1 if any contract fails."""
+    from orchestration.assets.checks import previous_row_counts
+    from orchestration.contract_checks import run_contract_checks, write_data_docs
+
+    settings = get_settings()
+    if not settings.warehouse_path.exists():
+        typer.echo(
+            f"findata: no build warehouse at {settings.warehouse_path}; run `findata "
+            "refresh` first",
+            err=True,
+        )
+        raise typer.Exit(1)
+    results = run_contract_checks(
+        settings.warehouse_path,
+        "marts",
+        today=utc_today(get_clock()),
+        previous_counts=previous_row_counts(),
+    )
+    docs = write_data_docs(results, settings.home_dir / "contracts" / "data_docs")
+    _print_json(
+        {
+            "data_docs": str(docs),
+            "datasets": {
+                r.dataset: {
+                    "success": r.success,
+                    "rows": r.row_count,
+                    "failures": [f.summary for f in r.failures],
+                }
+                for r in results
+            },
+        }
+    )
+    if not all(r.success for r in results):
+        raise typer.Exit(1)
 
 
 @ips_app.command("block")

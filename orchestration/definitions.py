@@ -1,6 +1,5 @@
 """The Dagster definitions: ``dagster dev -m orchestration.definitions`` or ``findata ui``."""
 
-from __future__ import annotations
 
 import dagster as dg
 
@@ -27,7 +26,7 @@ defs = dg.Definitions(
             name="daily_refresh",
         ),
     ],
-    sensors=[build_landing_sensor(refresh_job)],
+    sensors=[build_landing_sensor(refresh_job.name)],
     resources={"dbt": dbt_resource},
     # one step at a time: every step writes or reads the one build warehouse (DuckDB allows a
     # single writer)

@@ -108,7 +108,7 @@ def fingerprints(
     for contract in contracts:
         count, digest = con.execute(
             f'SELECT count(*), bit_xor(hash(t)) FROM {schema_name}."{contract.name}" t'
-        ).fetchone()
+        ).fetchall()[0]
         result[contract.name] = f"{count}:{digest}:{','.join(contract.column_names)}"
     return result
 
@@ -139,7 +139,8 @@ def diff_dataset(
     ``rebuild`` record with open dates.
     """
     feed = contract.change_feed
-    entity = f'CAST("{feed.entity_column}" AS VARCHAR)'
+    # a row naming no entity (an unmapped 13F CUSIP) is recorded under the empty entity
+    entity = f"""coalesce(CAST("{feed.entity_column}" AS VARCHAR), '')"""
     day = f'"{feed.date_column}"' if feed.date_column else "CAST(NULL AS DATE)"
     key = _quoted(contract.key)
     select = f"SELECT {key}, {entity} AS entity, {day} AS day, hash(t) AS h FROM"
@@ -220,7 +221,7 @@ def data_through(
     for contract in contracts:
         column = contract.change_feed.date_column
         if column:
-            (last,) = con.execute(f'SELECT max("{column}") FROM "{contract.name}"').fetchone()
+            (last,) = con.execute(f'SELECT max("{column}") FROM "{contract.name}"').fetchall()[0]
             result[contract.name] = last.isoformat() if last else None
     return result
 
@@ -315,7 +316,7 @@ def publish(settings: Settings, *, run_id: str, clock: Clock) -> PublishResult:
             records = [r for c in contracts for r in diff_dataset(con, c, "main", old)]
             through = data_through(con, contracts)
             counts = {
-                c.name: con.execute(f'SELECT count(*) FROM "{c.name}"').fetchone()[0]
+                c.name: con.execute(f'SELECT count(*) FROM "{c.name}"').fetchall()[0][0]
                 for c in contracts
             }
         now = clock.now()

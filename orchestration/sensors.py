@@ -1,6 +1,5 @@
 """Start a refresh when landing files appear or change."""
 
-from __future__ import annotations
 
 import hashlib
 
@@ -22,10 +21,10 @@ def landing_fingerprint() -> str:
     return digest.hexdigest()
 
 
-def build_landing_sensor(job: dg.UnresolvedAssetJobDefinition) -> dg.SensorDefinition:
-    """A sensor that requests ``job`` once per new state of landing."""
+def build_landing_sensor(job_name: str) -> dg.SensorDefinition:
+    """A sensor that requests the job ``job_name`` once per new state of landing."""
 
-    @dg.sensor(job=job, minimum_interval_seconds=60, default_status=dg.DefaultSensorStatus.STOPPED)
+    @dg.sensor(job_name=job_name, minimum_interval_seconds=60, default_status=dg.DefaultSensorStatus.STOPPED)
     def new_landing_files(context: dg.SensorEvaluationContext) -> dg.SensorResult:
         fingerprint = landing_fingerprint()
         if fingerprint == context.cursor:

@@ -1,6 +1,5 @@
 """Data contracts as blocking asset checks on the marts: a failure stops the publish."""
 
-from __future__ import annotations
 
 import dagster as dg
 import duckdb
@@ -9,7 +8,7 @@ from contracts.datasets import DatasetContract
 from findata.clock import get_clock, utc_today
 from findata.control_plane.database import engine_for
 from findata.settings import get_settings
-from orchestration.contract_checks import check_dataset
+from orchestration.checks.warehouse import check_mart
 from orchestration.publish import contracts_published, current_version
 
 
@@ -36,19 +35,29 @@ def _contract_check(contract: DatasetContract) -> dg.AssetChecksDefinition:
     def check() -> dg.AssetCheckResult:
         settings = get_settings()
         with duckdb.connect(str(settings.warehouse_path), read_only=True) as con:
-            frame = con.execute(f'SELECT * FROM marts."{contract.name}"').df()
-        result = check_dataset(
-            frame,
-            contract,
-            today=utc_today(get_clock()),
-            previous_rows=previous_row_counts().get(contract.name),
-        )
+            result = check_mart(
+                con,
+                "marts",
+                contract,
+                today=utc_today(get_clock()),
+                previous_rows=previous_row_counts().get(contract.name),
+            )
         return dg.AssetCheckResult(
             passed=result.success,
             severity=dg.AssetCheckSeverity.ERROR,
             metadata={
                 "rows": result.row_count,
-                "failures": dg.MetadataValue.json([list(map(str, f)) for f in result.failures]),
+                "failures": dg.MetadataValue.json(
+                    [
+                        {
+                            "expectation": f.expectation,
+                            "columns": list(f.columns),
+                            "summary": f.summary,
+                            "rule": f.rule,
+                        }
+                        for f in result.failures
+                    ]
+                ),
             },
         )
 

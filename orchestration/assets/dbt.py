@@ -1,6 +1,5 @@
 """The dbt project as Dagster assets: each model its own asset, dbt tests as asset checks."""
 
-from __future__ import annotations
 
 import hashlib
 import os
@@ -38,6 +37,9 @@ def dbt_environment() -> None:
 
 dbt_environment()
 dbt_project = DbtProject(project_dir=TRANSFORMS, profiles_dir=TRANSFORMS)
+dbt_resource = DbtCliResource(
+    project_dir=dbt_project, dbt_executable=str(Path(sys.executable).parent / "dbt")
+)
 
 
 def _project_digest() -> str:
@@ -63,15 +65,13 @@ def prepare_manifest(project: DbtProject) -> None:
     digest = _project_digest()
     if project.manifest_path.exists() and stamp.exists() and stamp.read_text() == digest:
         return
-    project.preparer.prepare(project)
+    # the preparer's own resource looks for dbt on PATH; this one knows the venv's dbt
+    dbt_resource.cli(["parse", "--quiet"], target_path=project.target_path).wait()
     stamp.write_text(digest)
 
 
 prepare_manifest(dbt_project)
 
-dbt_resource = DbtCliResource(
-    project_dir=dbt_project, dbt_executable=str(Path(sys.executable).parent / "dbt")
-)
 
 
 @dbt_assets(

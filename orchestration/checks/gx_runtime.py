@@ -22,11 +22,21 @@ def import_gx() -> ModuleType:
 
 
 def ephemeral_context() -> Any:
-    """A fresh in-memory GE context: no files, no analytics, no progress bars."""
-    gx = import_gx()
-    from great_expectations.data_context.types.base import ProgressBarsConfig
+    """A fresh in-memory GE context: no files, no docs site, no analytics, no progress bars.
 
-    context = gx.get_context(mode="ephemeral")
-    context.config.analytics_enabled = False
-    context.variables.progress_bars = ProgressBarsConfig(globally=False)
-    return context
+    GE's default ephemeral configuration points a docs site at a new temporary directory; this
+    one has no docs site until :func:`orchestration.checks.data_docs.write_data_docs` adds one.
+    """
+    gx = import_gx()
+    from great_expectations.data_context.types.base import (
+        DataContextConfig,
+        InMemoryStoreBackendDefaults,
+        ProgressBarsConfig,
+    )
+
+    config = DataContextConfig(
+        store_backend_defaults=InMemoryStoreBackendDefaults(init_temp_docs_sites=False),
+        analytics_enabled=False,
+        progress_bars=ProgressBarsConfig(globally=False),
+    )
+    return gx.get_context(mode="ephemeral", project_config=config)

@@ -30,7 +30,7 @@ from orchestration.checks.frames import quote, read_frame
 from orchestration.checks.gx_runtime import import_gx
 from orchestration.checks.results import ContractCheckResult, failures_of
 from orchestration.checks.suite import build_suite
-from orchestration.checks.validate import validate_frame
+from orchestration.checks.validate import name_asset, validate_frame
 
 EXACT_RULES = frozenset({"key", "not_null", "row_count_min_ratio"})
 """Contract rules checked on every row even when the rest is sampled."""
@@ -135,17 +135,16 @@ def check_partitioned(
     parts = []
     sampled_rows = 0
     for part in plan_slices(contract, suite["expectations"]):
-        columns = [c for c in part.columns if c in existing] if not part.sampled else ["*"]
         if part.sampled:
-            sql = (
+            frame = read_frame(
+                con,
                 f"select * from {relation} "
-                f"using sample bernoulli({percent:.9f} percent) repeatable ({seed})"
+                f"using sample bernoulli({percent:.9f} percent) repeatable ({seed})",
             )
-            frame = read_frame(con, sql)
             sampled_rows = len(frame)
-        elif columns:
-            frame = read_frame(con, f"select {', '.join(map(quote, columns))} from {relation}")
-        else:
+        elif columns := [quote(c) for c in part.columns if c in existing]:
+            frame = read_frame(con, f"select {', '.join(columns)} from {relation}")
+        else:  # the slice's columns are all missing: GE reports each expectation's error
             frame = pd.DataFrame(index=pd.RangeIndex(row_count))
         part_suite = gx.ExpectationSuite(
             name=f"{contract.name}.{part.label}",
@@ -161,7 +160,11 @@ def check_partitioned(
         "sample_percent": percent,
         "exact_rules": sorted(EXACT_RULES),
     }
-    validation = merge_validations(suite, parts, info)
+    validation = name_asset(
+        merge_validations(suite, parts, info),
+        f"{schema}.{contract.name}: key, not-null and row-count rules on all {row_count:,} rows, "
+        f"the other rules on a sample of {sampled_rows:,} rows",
+    )
     return ContractCheckResult(
         dataset=contract.name,
         success=bool(validation["success"]),

@@ -40,12 +40,24 @@ class ContractCheckResult:
         return {f.expectation for f in self.failures}
 
 
-def _columns(kwargs: dict[str, Any]) -> tuple[str, ...]:
+def _columns(expectation: str, kwargs: dict[str, Any]) -> tuple[str, ...]:
+    if expectation.startswith("expect_table_"):
+        return ()
     if "column" in kwargs:
         return (kwargs["column"],)
     if "column_A" in kwargs:
         return (kwargs["column_A"], kwargs["column_B"])
     return tuple(kwargs.get("column_list") or ())
+
+
+def _plain(value: Any) -> Any:
+    """Numpy scalars as Python ones (so ``0.5``, not ``np.float64(0.5)``), inside lists too."""
+    if isinstance(value, list | tuple):
+        return type(value)(_plain(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    item = getattr(value, "item", None)
+    return item() if callable(item) and not isinstance(value, str) else value
 
 
 def _summary(
@@ -66,19 +78,23 @@ def _summary(
         ]
         if examples:
             shown = ", ".join(
-                f"{e['value']!r}" + (f" x{e['count']}" if e.get("count", 1) > 1 else "")
+                f"{_plain(e['value'])!r}" + (f" x{e['count']}" if e.get("count", 1) > 1 else "")
                 for e in examples[:_EXAMPLES]
             )
             text += f"; e.g. {shown}"
         return text
     if "observed_value" in result:
-        text = f"observed {result['observed_value']!r}"
+        text = f"observed {_plain(result['observed_value'])!r}"
         if "column_list" in kwargs:
             text += f"; expected {kwargs['column_list']!r}"
         elif "min_value" in kwargs or "max_value" in kwargs:
-            text += (
-                f"; expected between {kwargs.get('min_value')!r} and {kwargs.get('max_value')!r}"
-            )
+            low, high = kwargs.get("min_value"), kwargs.get("max_value")
+            if high is None:
+                text += f"; expected at least {low!r}"
+            elif low is None:
+                text += f"; expected at most {high!r}"
+            else:
+                text += f"; expected between {low!r} and {high!r}"
         elif "type_list" in kwargs:
             text += f"; expected one of {kwargs['type_list']!r}"
         return text
@@ -96,7 +112,7 @@ def failures_of(validation: dict[str, Any]) -> tuple[ContractFailure, ...]:
         failures.append(
             ContractFailure(
                 expectation=config["type"],
-                columns=_columns(kwargs),
+                columns=_columns(config["type"], kwargs),
                 summary=_summary(item.get("result") or {}, item.get("exception_info"), kwargs),
                 rule=(config.get("meta") or {}).get("rule", ""),
             )

@@ -148,13 +148,15 @@ def build_suite(
                 ),
             )
         )
+    source = f"contracts/datasets/{contract.name}.yaml"
     for rule, expectation in items:
         expectation.meta = {"rule": rule}
+        expectation.notes = f"Contract rule `{rule}` of {source}."
     return gx.ExpectationSuite(
         name=contract.name,
         expectations=[expectation for _, expectation in items],
         meta={
-            "contract": f"contracts/datasets/{contract.name}.yaml",
+            "contract": source,
             "grain": contract.grain,
             "key": list(contract.key),
             "today": today.isoformat(),

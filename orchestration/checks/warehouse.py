@@ -65,13 +65,14 @@ def check_mart(
         "where table_schema = ? and table_name = ? order by ordinal_position",
         [schema, contract.name],
     ).fetchall()
-    (row_count,) = con.execute(f"select count(*) from {relation}").fetchone() or (0,)
+    ((row_count,),) = con.execute(f"select count(*) from {relation}").fetchall()
     if row_count <= full_check_max_rows:
         result = check_dataset(
             read_frame(con, f"select * from {relation}"),
             contract,
             today=today,
             previous_rows=previous_rows,
+            asset_name=f"{schema}.{contract.name}",
         )
     else:
         result = check_partitioned(

@@ -35,6 +35,12 @@ def test_demo_no_serve_writes_landing_that_the_readers_parse(tmp_path: Path) -> 
         dt.date.today() - dt.timedelta(days=6) <= last_session < dt.date.today() + dt.timedelta(1)
     )
 
+    contracts = _run(home, "contracts", "check")
+    assert contracts.returncode == 0, contracts.stderr
+    report = json.loads(contracts.stdout)
+    assert Path(report["data_docs"]).is_file()
+    assert report["datasets"]["prices"]["success"] and report["datasets"]["prices"]["rows"] > 0
+
     check = _run(home, "landing", "check")
     assert check.returncode == 0, check.stderr
     summary = json.loads(check.stdout)

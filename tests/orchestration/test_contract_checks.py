@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import subprocess
 import sys
@@ -173,7 +174,10 @@ def test_duplicate_key_fails(prices: DatasetContract) -> None:
     raw = pd.concat([raw, raw.iloc[[1]]], ignore_index=True)
     result = check(as_mart(raw, prices), prices)
     assert failed(result) == {("expect_compound_columns_to_be_unique", ("entity_id", "date"))}
-    assert "2 unexpected" in result.failures[0].summary
+    assert (
+        result.failures[0].summary == "2 unexpected of 7 rows; e.g. [101, '2026-11-17T00:00:00'] x2"
+    )
+    json.dumps(result.validation)  # plain JSON (Dagster metadata, files)
 
 
 def test_null_key_fails(prices: DatasetContract) -> None:
@@ -270,7 +274,7 @@ def test_row_count_collapse_fails(prices: DatasetContract) -> None:
     result = check(frame, prices, previous_rows=7)  # 6 of 7 < 90 %: at least 7 needed
     assert failed(result) == {("expect_table_row_count_to_be_between", ())}
     assert result.failures[0].rule == "row_count_min_ratio"
-    assert "observed 6" in result.failures[0].summary
+    assert result.failures[0].summary == "observed 6; expected at least 7"
 
 
 # --- marts in a DuckDB file, data docs ------------------------------------------------------
@@ -369,6 +373,15 @@ def test_large_mart_keeps_keys_nulls_and_counts_exact(
     assert result.validation["statistics"]["evaluated_expectations"] == len(
         result.suite["expectations"]
     )
+    json.dumps(result.validation)
+
+    # A missing column is reported, not raised, in every part that needs it.
+    write_mart(database, as_mart(many_prices(entities=40, days=100), prices), prices)
+    with duckdb.connect(str(database)) as con:
+        con.execute("alter table marts.prices drop column exchange_code")
+    (result,) = run_contract_checks(database, "marts", today=TODAY, previous_counts={}, **options)
+    assert ("expect_table_columns_to_match_ordered_list", ()) in failed(result)
+    assert (NOT_NULL, ("exchange_code",)) in failed(result)
 
 
 def test_data_docs_name_the_suites_and_write_nowhere_else(
@@ -421,7 +434,7 @@ def test_contracts_hold_on_the_small_demo(
             ).fetchall()
         }
         counts = {
-            name: con.execute(f'select count(*) from marts."{name}"').fetchone()[0]
+            name: con.execute(f'select count(*) from marts."{name}"').fetchall()[0][0]
             for name in set(dataset_names()) & marts
         }
     results = run_contract_checks(

@@ -9,7 +9,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-import shutil
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -20,12 +19,13 @@ import duckdb
 import pandas as pd
 import pytest
 import sqlalchemy as sa
-from conftest import Demo
 
 from findata.control_plane import schema
 from findata.control_plane.database import engine_for
 from findata.settings import Settings, get_settings
+from orchestration.demo.generate import DEFAULT_SEED, generate_demo
 from orchestration.publish import FAULT_AFTER_VERSION_FILE, FAULT_ENV
+from orchestration.readers.security_master import read_security_master
 from orchestration.refresh import RefreshOutcome, run_refresh
 
 
@@ -129,9 +129,19 @@ def _restate(landing: Path, cik: str, filed: dt.date) -> tuple[str, str]:
 
 
 @pytest.fixture(scope="module")
-def steps(small_demo: Demo, tmp_path_factory: pytest.TempPathFactory) -> Steps:
+def steps(demo_today: dt.date, tmp_path_factory: pytest.TempPathFactory) -> Steps:
+    # a demo that ends two weeks ago, so that the trading days the steps add are not in the
+    # future (the prices contract refuses dates after today)
     home = tmp_path_factory.mktemp("pipeline-home")
-    shutil.copytree(small_demo.landing, home / "landing")
+    generated = generate_demo(
+        home / "landing",
+        home / "demo",
+        size="small",
+        seed=DEFAULT_SEED,
+        today=demo_today - dt.timedelta(days=14),
+    )
+    scenarios = json.loads(generated.scenarios_path.read_text())
+    master = read_security_master(home / "landing/security_master/security_master.csv")
     result = Steps(home)
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("FINDATA_HOME", str(home))
@@ -146,19 +156,17 @@ def steps(small_demo: Demo, tmp_path_factory: pytest.TempPathFactory) -> Steps:
         step("first")
         step("unchanged")
 
-        as_of = dt.date.fromisoformat(small_demo.scenarios["as_of"])
+        as_of = dt.date.fromisoformat(scenarios["as_of"])
         day = _next_session(as_of)
         gainers = [
-            small_demo.scenarios["plain"]["entity_id"],
-            *small_demo.scenarios["share_classes"]["security_entity_ids"],
+            scenarios["plain"]["entity_id"],
+            *scenarios["share_classes"]["security_entity_ids"],
         ]
         _add_price_day(landing, day, gainers)
         result.facts.update(day=day, gainers=gainers)
         step("one_day")
 
-        restated = small_demo.scenarios["plain"]["ticker"]
-        master = small_demo.tables.tables["security_master"]
-        row = master[master["ticker"] == restated].iloc[0]
+        row = master[master["ticker"] == scenarios["plain"]["ticker"]].iloc[0]
         period_end, accession = _restate(landing, row["cik"].zfill(10), as_of)
         result.facts.update(
             issuer=int(row["issuer_entity_id"]), period_end=period_end, accession=accession

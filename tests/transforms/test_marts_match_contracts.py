@@ -21,7 +21,7 @@ def test_mart_columns_and_types_are_the_contracts(small_warehouse: Path, name: s
         ).fetchall()
         assert columns, f"no mart marts.{name}"
         assert columns == [(c.name, c.type) for c in contract.columns]
-        rows = con.execute(f'select count(*) from marts."{name}"').fetchone()[0]
+        rows = con.execute(f'select count(*) from marts."{name}"').fetchall()[0][0]
     assert rows > 0, f"marts.{name} is empty on the small demo"
 
 
@@ -34,6 +34,6 @@ def test_contract_key_is_unique_and_not_null(small_warehouse: Path, name: str) -
         duplicates = con.execute(
             f'select count(*) from (select {key} from marts."{name}" group by {key} '
             "having count(*) > 1)"
-        ).fetchone()[0]
-        missing = con.execute(f'select count(*) from marts."{name}" where {nulls}').fetchone()[0]
+        ).fetchall()[0][0]
+        missing = con.execute(f'select count(*) from marts."{name}" where {nulls}').fetchall()[0][0]
     assert (duplicates, missing) == (0, 0)
