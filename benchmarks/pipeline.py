@@ -4,15 +4,15 @@
     .venv/bin/python benchmarks/pipeline.py --size large --home /tmp/findata-large
 
 For each size: generate the demo into a fresh FINDATA_HOME (unless --home already has landing),
-then time a full refresh (nothing cached, no previous version), and an incremental refresh
-after one more trading day of prices for every security. Each refresh runs in a child process
+hold the last trading day's bars back, then time a full refresh (nothing cached, no previous
+version), an unchanged refresh, and an incremental refresh once the last day's bars land again
+(as a new file, the way a daily price file arrives). Each refresh runs in a child process
 so its peak memory (max RSS of the process tree's largest member, dbt included) is its own.
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import os
 import resource
@@ -43,20 +43,18 @@ def _run(home: Path, *args: str) -> tuple[float, float, str]:
     return wall, peak, lines[-1] if lines else ""
 
 
-def _add_one_day(landing: Path) -> int:
-    """One more session of bars for every security that traded on the last day; rows added."""
-    from orchestration.demo.calendar import trading_sessions
+def _withhold_last_day(landing: Path, held: Path) -> int:
+    """Move the last trading day's bars out of landing (into ``held``); rows moved.
 
-    files = sorted((landing / "prices").glob("prices_*.csv"))
-    last_file = pd.read_csv(files[-1])
-    last_day = last_file["date"].max()
-    rows = last_file[last_file["date"] == last_day].copy()
-    day = dt.date.fromisoformat(last_day)
-    following = trading_sessions(day + dt.timedelta(days=1), day + dt.timedelta(days=10))[0]
-    rows["date"] = following.date().isoformat()
-    rows["open"] = rows["close"]
-    rows.to_csv(landing / "prices" / f"prices_extra_{following:%Y%m%d}.csv", index=False)
-    return len(rows)
+    The demo runs to the last session before today and the prices contract refuses future
+    dates, so the incremental refresh re-adds the real last day instead of inventing one.
+    """
+    last_file = sorted((landing / "prices").glob("prices_*.csv"))[-1]
+    prices = pd.read_csv(last_file, dtype=str, keep_default_na=False)
+    last_day = prices["date"].max()
+    prices[prices["date"] != last_day].to_csv(last_file, index=False)
+    prices[prices["date"] == last_day].to_csv(held, index=False)
+    return int((prices["date"] == last_day).sum())
 
 
 def main() -> None:
@@ -83,11 +81,13 @@ def main() -> None:
         print(f"generate {args.size}: {time.perf_counter() - started:.1f} s")
 
     figures = {}
+    held = home / "held_back_last_day.csv"
+    added = _withhold_last_day(landing, held) if not held.exists() else 0
     wall, peak, version = _run(home, "refresh")
     figures["full refresh"] = (wall, peak, version)
     wall, peak, version = _run(home, "refresh")
     figures["unchanged refresh"] = (wall, peak, version)
-    added = _add_one_day(landing)
+    held.replace(landing / "prices" / "prices_last_day.csv")
     wall, peak, version = _run(home, "refresh")
     figures[f"one-day refresh (+{added} bars)"] = (wall, peak, version)
 
