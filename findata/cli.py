@@ -80,10 +80,7 @@ def demo(
         )
     else:
         typer.echo(f"demo: landing {settings.landing_dir} is not empty; using what is there")
-    typer.echo(
-        "demo: the pipeline (landing -> dbt -> checks -> publish) is not built yet "
-        "(issue #3); `findata landing check` reads the landing files with the readers."
-    )
+    _refresh()
     if not no_serve:
         _not_built(f"serving the API on port {port}", 4)
 
