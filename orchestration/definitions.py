@@ -1,6 +1,5 @@
 """The Dagster definitions: ``dagster dev -m orchestration.definitions`` or ``findata ui``."""
 
-
 import dagster as dg
 
 from orchestration.assets.checks import contract_checks

@@ -1,6 +1,5 @@
 """Start a refresh when landing files appear or change."""
 
-
 import hashlib
 
 import dagster as dg
@@ -24,7 +23,11 @@ def landing_fingerprint() -> str:
 def build_landing_sensor(job_name: str) -> dg.SensorDefinition:
     """A sensor that requests the job ``job_name`` once per new state of landing."""
 
-    @dg.sensor(job_name=job_name, minimum_interval_seconds=60, default_status=dg.DefaultSensorStatus.STOPPED)
+    @dg.sensor(
+        job_name=job_name,
+        minimum_interval_seconds=60,
+        default_status=dg.DefaultSensorStatus.STOPPED,
+    )
     def new_landing_files(context: dg.SensorEvaluationContext) -> dg.SensorResult:
         fingerprint = landing_fingerprint()
         if fingerprint == context.cursor:

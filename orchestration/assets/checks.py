@@ -1,6 +1,5 @@
 """Data contracts as blocking asset checks on the marts: a failure stops the publish."""
 
-
 import dagster as dg
 import duckdb
 

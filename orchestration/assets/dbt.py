@@ -1,6 +1,5 @@
 """The dbt project as Dagster assets: each model its own asset, dbt tests as asset checks."""
 
-
 import hashlib
 import os
 import sys
@@ -71,7 +70,6 @@ def prepare_manifest(project: DbtProject) -> None:
 
 
 prepare_manifest(dbt_project)
-
 
 
 @dbt_assets(

@@ -4,7 +4,6 @@ They are one step (one multi-asset) because they are written in one control-plan
 three assets make each visible in the UI with its own metadata and lineage.
 """
 
-
 from collections.abc import Iterator
 
 import dagster as dg

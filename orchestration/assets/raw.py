@@ -1,6 +1,5 @@
 """One multi-asset per landing source: its files read by the real-format readers into raw.*."""
 
-
 from collections.abc import Iterator
 
 import dagster as dg

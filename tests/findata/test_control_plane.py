@@ -36,8 +36,7 @@ def test_engine_for_migrates_on_first_use(tmp_path: Path) -> None:
 
 @pytest.fixture
 def postgres_url() -> Iterator[str]:
-    server = sa.create_engine(POSTGRES_SERVER, isolation_level="AUTOCOMMIT",
-                              poolclass=sa.NullPool)
+    server = sa.create_engine(POSTGRES_SERVER, isolation_level="AUTOCOMMIT", poolclass=sa.NullPool)
     name = f"findata_test_{uuid.uuid4().hex[:12]}"
     with server.connect() as connection:
         connection.execute(sa.text(f'CREATE DATABASE "{name}"'))

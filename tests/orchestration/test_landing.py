@@ -6,8 +6,8 @@ import shutil
 from pathlib import Path
 
 import pandas as pd
-
 from conftest import Demo
+
 from orchestration.landing import LANDING_SOURCES, read_source
 
 
