@@ -319,6 +319,11 @@ def publish(settings: Settings, *, run_id: str, clock: Clock) -> PublishResult:
                 c.name: con.execute(f'SELECT count(*) FROM "{c.name}"').fetchall()[0][0]
                 for c in contracts
             }
+        if not records:
+            # same rows, another fingerprint (a DuckDB upgrade can change its row hash): the
+            # served data did not change, so nothing is published
+            staging.unlink()
+            return PublishResult(None, None, 0, None, {})
         now = clock.now()
         label = f"{now:%Y%m%dT%H%M%S}Z-{run_id[:8]}"
         version_file = published / f"{label}.duckdb"
