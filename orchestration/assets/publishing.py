@@ -44,7 +44,7 @@ DATA_CHANGED_EVENT = dg.AssetKey("data_changed_event")
 )
 def publish_version(context: dg.AssetExecutionContext) -> Iterator[dg.MaterializeResult]:
     """Publish the marts as a new version if anything changed (orchestration.publish)."""
-    result = publish(get_settings(), run_id=context.run_id, clock=get_clock())
+    result = publish(get_settings(), run_id=context.run.run_id, clock=get_clock())
     if result.changed:
         context.log.info(f"published {result.version}: {result.records} change records")
     else:
