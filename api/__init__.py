@@ -1,1 +1,1 @@
-"""The HTTP service (FastAPI): routes generated from contracts/endpoints. Built in issue 4."""
+"""The HTTP service (FastAPI): the front door (methods, keys, errors), then the /v1/ routes."""

@@ -8,14 +8,19 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
 from findata.clock import get_clock, utc_today
 from findata.settings import get_settings
+
+if TYPE_CHECKING:
+    from accounts.store import Account, AccountStore
 
 app = typer.Typer(
     help="findata: financial data pipeline and API.", no_args_is_help=True, add_completion=False
@@ -82,7 +87,7 @@ def demo(
         typer.echo(f"demo: landing {settings.landing_dir} is not empty; using what is there")
     _refresh()
     if not no_serve:
-        _not_built(f"serving the API on port {port}", 4)
+        _serve("127.0.0.1", port, 1)
 
 
 @landing_app.command("check")
@@ -134,10 +139,27 @@ def refresh() -> None:
 def serve(
     host: Annotated[str, typer.Option()] = "127.0.0.1",
     port: Annotated[int, typer.Option()] = 8000,
-    workers: Annotated[int, typer.Option()] = 1,
+    workers: Annotated[int, typer.Option(min=1)] = 1,
 ) -> None:
-    """Serve the API."""
-    _not_built(f"the API server ({host}:{port}, {workers} worker(s))", 4)
+    """Serve the API (uvicorn; each worker builds the app from the environment)."""
+    _serve(host, port, workers)
+
+
+def _serve(host: str, port: int, workers: int) -> None:
+    import uvicorn
+
+    from findata.control_plane.database import upgrade
+
+    upgrade(get_settings().control_plane_url)  # once here, not racing in every worker
+    # uvicorn's access log prints query strings, which may hold a key: the API logs its own
+    uvicorn.run(
+        "api.app:create_app",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        access_log=False,
+    )
 
 
 @app.command()
@@ -153,52 +175,154 @@ def ui(port: Annotated[int, typer.Option()] = 3000) -> None:
     raise typer.Exit(subprocess.call(command))
 
 
+def _accounts() -> AccountStore:
+    from accounts.store import AccountStore
+    from findata.control_plane.database import engine_for
+
+    return AccountStore(engine_for(get_settings().control_plane_url), get_clock())
+
+
+@contextmanager
+def _refusals() -> Iterator[None]:
+    """A refused account operation: its reason on stderr, exit status 1, nothing changed."""
+    from accounts.store import AccountError
+
+    try:
+        yield
+    except AccountError as error:
+        typer.echo(f"findata: {error}", err=True)
+        raise typer.Exit(1) from error
+
+
+def _account_json(account: Account) -> dict[str, object]:
+    return {
+        "account_id": account.id,
+        "email": account.email,
+        "plan": account.plan,
+        "state": account.state,
+        "created_at": account.created_at.isoformat(),
+    }
+
+
 @accounts_app.command("create")
 def accounts_create(
-    email: Annotated[str, typer.Option()], plan: Annotated[str, typer.Option()]
+    email: Annotated[str, typer.Option()],
+    plan: Annotated[str, typer.Option(help="free, pro, max or redistribution")],
 ) -> None:
     """Create an account; prints JSON with account_id."""
-    _not_built("the control plane", 4)
+    with _refusals():
+        _print_json(_account_json(_accounts().create_account(email, plan)))
 
 
 @accounts_app.command("disable")
 def accounts_disable(account_id: str) -> None:
-    """Disable an account."""
-    _not_built("the control plane", 4)
+    """Disable an account: its keys get 403 account_disabled."""
+    with _refusals():
+        _print_json(_account_json(_accounts().set_state(account_id, "disabled")))
 
 
 @accounts_app.command("enable")
 def accounts_enable(account_id: str) -> None:
-    """Enable an account."""
-    _not_built("the control plane", 4)
+    """Enable a disabled account."""
+    with _refusals():
+        _print_json(_account_json(_accounts().set_state(account_id, "enabled")))
 
 
 @accounts_app.command("set-plan")
 def accounts_set_plan(account_id: str, plan: str) -> None:
-    """Move an account to another plan."""
-    _not_built("the control plane", 4)
+    """Move an account to another plan (keys beyond the new plan's limit are revoked, oldest
+    first)."""
+    with _refusals():
+        account, revoked = _accounts().set_plan(account_id, plan)
+        _print_json({**_account_json(account), "revoked_key_ids": revoked})
 
 
 @keys_app.command("create")
 def keys_create(
-    account: Annotated[str | None, typer.Option()] = None,
-    email: Annotated[str | None, typer.Option()] = None,
+    account: Annotated[str | None, typer.Option(help="An existing account's id.")] = None,
+    email: Annotated[str | None, typer.Option(help="With --plan: its account, made if new.")] = (
+        None
+    ),
     plan: Annotated[str | None, typer.Option()] = None,
 ) -> None:
-    """Create an API key; prints JSON with account_id and key."""
-    _not_built("the control plane", 4)
+    """Create an API key (shown once); prints JSON with account_id and key. On Free and Pro the
+    account's current key is revoked (regenerate); Max and Redistribution add one up to 5 or 10."""
+    from accounts.store import AccountError
+
+    store = _accounts()
+    with _refusals():
+        if account is not None and email is None and plan is None:
+            account_id = account
+        elif account is None and email is not None and plan is not None:
+            found = store.find_account_by_email(email)
+            if found is None:
+                found = store.create_account(email, plan)
+            elif found.plan != plan:
+                raise AccountError(
+                    f"account {found.id} ({found.email}) is on plan {found.plan}, not {plan}; "
+                    f"use `findata accounts set-plan {found.id} {plan}` to move it"
+                )
+            account_id = found.id
+        else:
+            raise AccountError("give either --account ID or both --email and --plan")
+        issued = store.create_key(account_id)
+    _print_json(
+        {
+            **_account_json(issued.account),
+            "key": issued.key,
+            "key_id": issued.key_id,
+            "prefix": issued.prefix,
+            "key_created_at": issued.created_at.isoformat(),
+            "revoked_key_ids": issued.revoked_key_ids,
+        }
+    )
 
 
 @keys_app.command("revoke")
 def keys_revoke(key: str) -> None:
-    """Revoke an API key."""
-    _not_built("the control plane", 4)
+    """Revoke an API key (requests with it get 401 naming the revocation date)."""
+    from accounts.store import KeyNotFound
+
+    try:
+        owner = _accounts().revoke_key(key)
+    except KeyNotFound as error:
+        typer.echo("findata: no such key", err=True)
+        raise typer.Exit(1) from error
+    assert owner.revoked_at is not None
+    _print_json(
+        {
+            "account_id": owner.account.id,
+            "key_id": owner.key_id,
+            "prefix": owner.prefix,
+            "revoked_at": owner.revoked_at.isoformat(),
+        }
+    )
+
+
+@keys_app.command("list")
+def keys_list(account: Annotated[str, typer.Option()]) -> None:
+    """The account's keys, newest first (prefixes only; a key's value is never kept)."""
+    with _refusals():
+        store = _accounts()
+        store.get_account(account)
+        _print_json(store.list_keys(account))
 
 
 @db_app.command("upgrade")
 def db_upgrade() -> None:
-    """Apply the control-plane migrations."""
-    _not_built("the control plane", 4)
+    """Apply the control-plane migrations (they also run on first use)."""
+    from findata.control_plane.database import upgrade
+
+    url = get_settings().control_plane_url
+    upgrade(url)
+    typer.echo(f"control plane at {_redacted(url)} is at the newest schema")
+
+
+def _redacted(url: str) -> str:
+    """A database URL without its password."""
+    from sqlalchemy.engine import make_url
+
+    return make_url(url).render_as_string(hide_password=True)
 
 
 @contracts_app.command("check")

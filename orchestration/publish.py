@@ -38,6 +38,7 @@ from findata.change_cursor import encode_change_cursor
 from findata.clock import Clock
 from findata.control_plane import schema
 from findata.control_plane.database import engine_for
+from findata.published import current_version
 from findata.settings import Settings
 
 #: change feed retention (spec: the feed keeps 90 days of records)
@@ -236,12 +237,6 @@ def publish_lock(published: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def current_version(connection: sa.Connection) -> sa.Row | None:
-    """The current version's row (the newest), or None before the first publish."""
-    versions = schema.versions
-    return connection.execute(sa.select(versions).order_by(versions.c.id.desc()).limit(1)).first()
 
 
 def _remove_unpublished_files(published: Path, known: set[str], keep: Path) -> None:

@@ -1,0 +1,278 @@
+"""Accounts and their API keys in the control plane: the operations the CLI and dashboard call.
+
+Every change runs in one transaction that first locks the account row, so two concurrent key
+creations cannot pass a plan's key limit (a row lock on PostgreSQL, the write lock on SQLite).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hmac
+import re
+import secrets
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+
+from accounts.keys import key_hash, new_key, visible_prefix
+from accounts.tables import accounts, api_keys
+from contracts.plans import Plan, load_plans, plan
+from findata.clock import Clock
+
+EMAIL_PATTERN = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s.]+")
+
+
+class AccountError(Exception):
+    """A refused account or key operation; the message says why."""
+
+
+class AccountNotFound(AccountError):
+    """No account with that id or e-mail."""
+
+
+class KeyNotFound(AccountError):
+    """No key with that value."""
+
+
+@dataclass(frozen=True)
+class Account:
+    """An account as stored."""
+
+    id: str
+    email: str
+    plan: str
+    state: str
+    created_at: dt.datetime
+
+    @property
+    def enabled(self) -> bool:
+        return self.state == "enabled"
+
+
+@dataclass(frozen=True)
+class IssuedKey:
+    """A key just created: the only time its clear value exists."""
+
+    account: Account
+    key: str
+    key_id: int
+    prefix: str
+    created_at: dt.datetime
+    revoked_key_ids: list[int]
+
+
+@dataclass(frozen=True)
+class KeyOwner:
+    """What a presented key resolves to."""
+
+    key_id: int
+    prefix: str
+    revoked_at: dt.datetime | None
+    account: Account
+
+    @property
+    def plan(self) -> Plan:
+        return plan(self.account.plan)
+
+
+class AccountStore:
+    """Accounts and keys on one control-plane engine, with time from ``clock``."""
+
+    def __init__(self, engine: sa.Engine, clock: Clock) -> None:
+        self.engine = engine
+        self.clock = clock
+
+    # accounts
+
+    def create_account(self, email: str, plan_code: str) -> Account:
+        """A new enabled account; the e-mail must be new."""
+        email = _normalised_email(email)
+        _check_plan(plan_code)
+        now = self.clock.now()
+        account_id = "acct_" + secrets.token_hex(8)
+        with self.engine.begin() as connection:
+            if _account_row(connection, email=email) is not None:
+                raise AccountError(f"an account with e-mail {email} exists already")
+            connection.execute(
+                accounts.insert().values(
+                    id=account_id, email=email, plan=plan_code, state="enabled", created_at=now
+                )
+            )
+        return Account(account_id, email, plan_code, "enabled", now)
+
+    def get_account(self, account_id: str) -> Account:
+        """The account with ``account_id``."""
+        with self.engine.connect() as connection:
+            return _account(connection, account_id=account_id)
+
+    def find_account_by_email(self, email: str) -> Account | None:
+        """The account with ``email`` (any letter case), if there is one."""
+        with self.engine.connect() as connection:
+            row = _account_row(connection, email=_normalised_email(email))
+        return None if row is None else _to_account(row)
+
+    def set_state(self, account_id: str, state: str) -> Account:
+        """Enable or disable an account (its keys stay as they are)."""
+        if state not in ("enabled", "disabled"):
+            raise AccountError(f"unknown account state {state!r}")
+        with self.engine.begin() as connection:
+            _lock_account(connection, account_id)
+            connection.execute(
+                accounts.update()
+                .where(accounts.c.id == account_id)
+                .values(state=state, state_changed_at=self.clock.now())
+            )
+            return _account(connection, account_id=account_id)
+
+    def set_plan(self, account_id: str, plan_code: str) -> tuple[Account, list[int]]:
+        """Move an account to another plan. Active keys beyond the new plan's limit are revoked,
+        oldest first (the newest keys keep working); returns the account and the revoked key ids."""
+        new_plan = _check_plan(plan_code)
+        now = self.clock.now()
+        with self.engine.begin() as connection:
+            _lock_account(connection, account_id)
+            connection.execute(
+                accounts.update().where(accounts.c.id == account_id).values(plan=plan_code)
+            )
+            active = _active_key_ids_newest_first(connection, account_id)
+            revoked = active[new_plan.active_keys :]
+            _revoke(connection, revoked, now)
+            return _account(connection, account_id=account_id), revoked
+
+    # keys
+
+    def create_key(self, account_id: str) -> IssuedKey:
+        """Issue a key under the plan's rule: Free and Pro regenerate (the active key is revoked);
+        Max and Redistribution add one up to their limit."""
+        now = self.clock.now()
+        key = new_key()
+        with self.engine.begin() as connection:
+            _lock_account(connection, account_id)
+            account = _account(connection, account_id=account_id)
+            account_plan = plan(account.plan)
+            active = _active_key_ids_newest_first(connection, account_id)
+            revoked: list[int] = []
+            if account_plan.key_rotation == "regenerate":
+                revoked = active
+                _revoke(connection, revoked, now)
+            elif len(active) >= account_plan.active_keys:
+                raise AccountError(
+                    f"the {account_plan.name} plan allows {account_plan.active_keys} active keys "
+                    f"and account {account_id} has {len(active)}; revoke one first"
+                )
+            key_id = connection.execute(
+                api_keys.insert().values(
+                    account_id=account_id,
+                    key_hash=key_hash(key),
+                    prefix=visible_prefix(key),
+                    created_at=now,
+                )
+            ).inserted_primary_key[0]
+        return IssuedKey(account, key, key_id, visible_prefix(key), now, revoked)
+
+    def revoke_key(self, key: str) -> KeyOwner:
+        """Revoke the key ``key`` (a key revoked already keeps its first revocation date)."""
+        owner = self.find_key(key)
+        if owner is None:
+            raise KeyNotFound("no such key")
+        if owner.revoked_at is not None:
+            return owner
+        with self.engine.begin() as connection:
+            _lock_account(connection, owner.account.id)
+            _revoke(connection, [owner.key_id], self.clock.now())
+        found = self.find_key(key)
+        assert found is not None
+        return found
+
+    def find_key(self, key: str) -> KeyOwner | None:
+        """The key's record and account, found by its hash; None when the key is not ours."""
+        presented = key_hash(key)
+        query = (
+            sa.select(api_keys, accounts.c.email, accounts.c.plan, accounts.c.state)
+            .add_columns(accounts.c.created_at.label("account_created_at"))
+            .join(accounts, accounts.c.id == api_keys.c.account_id)
+            .where(api_keys.c.key_hash == presented)
+        )
+        with self.engine.connect() as connection:
+            row = connection.execute(query).first()
+        # the lookup is by hash; compare once more in constant time so no branch depends on
+        # how much of a stored hash matched
+        if row is None or not hmac.compare_digest(row.key_hash, presented):
+            return None
+        account = Account(
+            row.account_id, row.email, row.plan, row.state, _utc(row.account_created_at)
+        )
+        revoked_at = None if row.revoked_at is None else _utc(row.revoked_at)
+        return KeyOwner(row.id, row.prefix, revoked_at, account)
+
+    def list_keys(self, account_id: str) -> list[dict[str, object]]:
+        """The account's keys (never their values), newest first."""
+        query = (
+            sa.select(
+                api_keys.c.id, api_keys.c.prefix, api_keys.c.created_at, api_keys.c.revoked_at
+            )
+            .where(api_keys.c.account_id == account_id)
+            .order_by(api_keys.c.id.desc())
+        )
+        with self.engine.connect() as connection:
+            return [dict(row._mapping) for row in connection.execute(query)]
+
+
+def _normalised_email(email: str) -> str:
+    email = email.strip().lower()
+    if EMAIL_PATTERN.fullmatch(email) is None:
+        raise AccountError(f"not an e-mail address: {email!r}")
+    return email
+
+
+def _check_plan(plan_code: str) -> Plan:
+    plans = load_plans()
+    if plan_code not in plans:
+        raise AccountError(f"unknown plan {plan_code!r}; plans: {', '.join(plans)}")
+    return plans[plan_code]
+
+
+def _lock_account(connection: sa.Connection, account_id: str) -> None:
+    """Take the account's write lock for this transaction (a no-op update locks on both engines)."""
+    touched = connection.execute(
+        accounts.update().where(accounts.c.id == account_id).values(id=accounts.c.id)
+    )
+    if touched.rowcount == 0:
+        raise AccountNotFound(f"no account {account_id}")
+
+
+def _account_row(connection: sa.Connection, **where: str) -> sa.Row | None:
+    ((column, value),) = where.items()
+    return connection.execute(sa.select(accounts).where(accounts.c[column] == value)).first()
+
+
+def _account(connection: sa.Connection, *, account_id: str) -> Account:
+    row = _account_row(connection, id=account_id)
+    if row is None:
+        raise AccountNotFound(f"no account {account_id}")
+    return _to_account(row)
+
+
+def _to_account(row: sa.Row) -> Account:
+    return Account(row.id, row.email, row.plan, row.state, _utc(row.created_at))
+
+
+def _active_key_ids_newest_first(connection: sa.Connection, account_id: str) -> list[int]:
+    query = (
+        sa.select(api_keys.c.id)
+        .where(api_keys.c.account_id == account_id, api_keys.c.revoked_at.is_(None))
+        .order_by(api_keys.c.id.desc())
+    )
+    return list(connection.execute(query).scalars())
+
+
+def _revoke(connection: sa.Connection, key_ids: list[int], when: dt.datetime) -> None:
+    if key_ids:
+        connection.execute(
+            api_keys.update().where(api_keys.c.id.in_(key_ids)).values(revoked_at=when)
+        )
+
+
+def _utc(value: dt.datetime) -> dt.datetime:
+    """SQLite returns naive datetimes; everything stored is UTC."""
+    return value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)

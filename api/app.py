@@ -1,0 +1,77 @@
+"""The FastAPI application factory: front door, error handlers, routes.
+
+``findata serve`` runs ``create_app`` under uvicorn (``factory=True``) in each worker.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException
+from starlette.responses import Response
+
+from accounts.store import AccountStore
+from api.auth import authenticate, read_key
+from api.errors import ApiError, BadRequest, MethodNotAllowed, UnknownEndpoint, error_response
+from api.front_door import API_PREFIX, FrontDoor
+from api.routes import status, usage
+from findata.clock import Clock, get_clock
+from findata.control_plane.database import engine_for
+from findata.settings import Settings, get_settings
+
+log = logging.getLogger("findata.api")
+
+
+def create_app(settings: Settings | None = None, clock: Clock | None = None) -> FastAPI:
+    """The API on the control plane of ``settings`` (from the environment by default)."""
+    settings = settings or get_settings()
+    app = FastAPI(
+        title="findata",
+        version="1",
+        summary="Financial data: prices, fundamentals, filings, index rosters, point in time.",
+    )
+    app.state.settings = settings
+    app.state.clock = clock or get_clock()
+    app.state.engine = engine_for(settings.control_plane_url)
+    app.state.accounts = AccountStore(app.state.engine, app.state.clock)
+
+    app.add_exception_handler(ApiError, _api_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(HTTPException, _http_exception)
+    app.add_middleware(FrontDoor)
+
+    app.include_router(status.router)
+    app.include_router(usage.router)
+    return app
+
+
+async def _api_error(_request: Request, error: Exception) -> Response:
+    assert isinstance(error, ApiError)
+    return error_response(error)
+
+
+async def _validation_error(_request: Request, error: Exception) -> Response:
+    """FastAPI's 422 never reaches a client: the first problem becomes the spec's 400."""
+    assert isinstance(error, RequestValidationError)
+    problem = error.errors()[0] if error.errors() else {}
+    where = ".".join(str(part) for part in problem.get("loc", ()) if part != "query")
+    return error_response(BadRequest(f"Invalid {where}: {problem.get('msg', 'invalid value')}"))
+
+
+async def _http_exception(request: Request, error: Exception) -> Response:
+    """Routing's own answers in the spec's words; the key is checked before the path."""
+    assert isinstance(error, HTTPException)
+    if error.status_code == 405:
+        return error_response(MethodNotAllowed())
+    if error.status_code == 404:
+        try:
+            if request.url.path.startswith(API_PREFIX):
+                reading = read_key(request.headers, request.query_params)
+                authenticate(reading, request.app.state.accounts, "required")
+            raise UnknownEndpoint()
+        except ApiError as refused:
+            return error_response(refused)
+    log.warning("unexpected HTTP %s from routing on %s", error.status_code, request.url.path)
+    return error_response(BadRequest(str(error.detail)))

@@ -1,0 +1,1 @@
+"""Routes of /v1/; each module one endpoint family."""
