@@ -1,0 +1,134 @@
+"""API test fixtures (a pytest plugin, loaded by tests/conftest.py): the API over real HTTP, one
+uvicorn server per session on a published demo (SQLite control plane) and one on PostgreSQL,
+both with a ``ManualClock`` the tests move."""
+
+from __future__ import annotations
+
+import datetime as dt
+import shutil
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import httpx
+import pytest
+import sqlalchemy as sa
+import uvicorn
+from fastapi import FastAPI
+
+from accounts.store import AccountStore, IssuedKey
+from api.app import create_app
+from findata.clock import ManualClock
+from findata.control_plane.database import engine_for
+from findata.settings import Settings, get_settings
+from orchestration.refresh import run_refresh
+
+if TYPE_CHECKING:
+    from conftest import Demo
+
+POSTGRES_SERVER = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
+
+
+@dataclass
+class RunningApi:
+    """A served app: its address, its control plane and the clock it reads."""
+
+    url: str
+    app: FastAPI
+    clock: ManualClock
+
+    @property
+    def store(self) -> AccountStore:
+        return self.app.state.accounts
+
+    def client(self) -> httpx.Client:
+        return httpx.Client(base_url=self.url, timeout=30)
+
+    def new_key(self, plan: str = "pro") -> IssuedKey:
+        """A fresh account on ``plan`` with one active key."""
+        account = self.store.create_account(f"{uuid.uuid4().hex[:12]}@example.com", plan)
+        return self.store.create_key(account.id)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@contextmanager
+def serve(app: FastAPI, clock: ManualClock) -> Iterator[RunningApi]:
+    """Run ``app`` under a real uvicorn server on a free loopback port until the block ends."""
+    port = _free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("uvicorn did not start")
+        time.sleep(0.02)
+    try:
+        yield RunningApi(f"http://127.0.0.1:{port}", app, clock)
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+
+
+def start_clock() -> ManualClock:
+    """A manual clock at the current time (so published dates read as they will in service)."""
+    return ManualClock(dt.datetime.now(dt.UTC))
+
+
+@pytest.fixture(scope="session")
+def published_home(small_demo: Demo, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A home with the small demo refreshed once: one published version (built once)."""
+    home = tmp_path_factory.mktemp("published-home")
+    shutil.copytree(small_demo.landing, home / "landing")
+    shutil.copytree(small_demo.home / "demo", home / "demo")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("FINDATA_HOME", str(home))
+        outcome = run_refresh(get_settings())
+    assert outcome.success and outcome.version, outcome
+    return home
+
+
+@pytest.fixture(scope="session")
+def api(published_home: Path) -> Iterator[RunningApi]:
+    """The API on the published demo, control plane on SQLite."""
+    clock = start_clock()
+    with serve(create_app(Settings(home=published_home), clock), clock) as running:
+        yield running
+
+
+@pytest.fixture(scope="session")
+def api_postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningApi]:
+    """The API with its control plane on a real PostgreSQL database of its own."""
+    name = f"findata_api_{uuid.uuid4().hex[:12]}"
+    server = sa.create_engine(POSTGRES_SERVER, isolation_level="AUTOCOMMIT", poolclass=sa.NullPool)
+    with server.connect() as connection:
+        connection.execute(sa.text(f'CREATE DATABASE "{name}"'))
+    url = POSTGRES_SERVER.rsplit("/", 1)[0] + f"/{name}"
+    clock = start_clock()
+    settings = Settings(home=tmp_path_factory.mktemp("pg-home"), database_url=url)
+    try:
+        with serve(create_app(settings, clock), clock) as running:
+            yield running
+    finally:
+        engine_for(url).dispose()
+        with server.connect() as connection:
+            connection.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def any_api(request: pytest.FixtureRequest) -> RunningApi:
+    """The same tests on both control planes."""
+    return request.getfixturevalue("api" if request.param == "sqlite" else "api_postgres")

@@ -1,0 +1,204 @@
+"""What every request passes: methods (405, HEAD, OPTIONS), CORS headers, the one error model
+(500 and FastAPI's validation errors in the spec's body), and keys kept out of the logs."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections.abc import Iterator
+
+import pytest
+from fastapi import Query
+
+from api.app import create_app
+from api.headers import EXPOSED_HEADERS
+from findata.settings import Settings
+from tests.api.server import RunningApi, serve, start_clock
+
+PATHS = ["/v1/status", "/v1/auth/usage", "/v1/no-such-endpoint", "/v1/prices/AAPL"]
+
+
+@pytest.mark.parametrize("method", ["POST", "PUT", "PATCH", "DELETE", "TRACE", "CONNECT"])
+@pytest.mark.parametrize("path", PATHS)
+def test_methods_other_than_get_are_405(api: RunningApi, method: str, path: str) -> None:
+    key = api.new_key().key
+    with api.client() as client:
+        response = client.request(method, path, headers={"X-API-Key": key})
+    assert response.status_code == 405
+    assert response.headers["Allow"] == "GET"
+    assert response.json() == {
+        "error": "method_not_allowed",
+        "code": "method_not_allowed",
+        "status": 405,
+        "detail": "Method not allowed: this endpoint accepts GET (and OPTIONS).",
+    }
+    assert "X-RateLimit-Limit-Day" not in response.headers
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_head_is_405_without_a_body(api: RunningApi, path: str) -> None:
+    with api.client() as client:
+        response = client.head(path)
+    assert response.status_code == 405
+    assert response.headers["Allow"] == "GET"
+    assert response.content == b""
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_options_answers_without_a_key(api: RunningApi, path: str) -> None:
+    with api.client() as client:
+        response = client.options(
+            path, headers={"Origin": "https://app.example", "Access-Control-Request-Method": "GET"}
+        )
+    assert response.status_code == 204
+    assert response.headers["Allow"] == "GET, OPTIONS"
+    assert "X-API-Key" in response.headers["Access-Control-Allow-Headers"]
+    assert response.headers["Access-Control-Allow-Origin"] == "*"
+
+
+def test_every_response_exposes_the_rate_limit_headers(api: RunningApi) -> None:
+    key = api.new_key().key
+    with api.client() as client:
+        responses = [
+            client.get("/v1/status"),
+            client.get("/v1/auth/usage", headers={"X-API-Key": key}),
+            client.get("/v1/auth/usage"),
+            client.get("/v1/nope", headers={"X-API-Key": key}),
+            client.post("/v1/status"),
+            client.head("/v1/status"),
+            client.options("/v1/status"),
+        ]
+    for response in responses:
+        exposed = [
+            name.strip() for name in response.headers["Access-Control-Expose-Headers"].split(",")
+        ]
+        assert set(EXPOSED_HEADERS) <= set(exposed), response.request.url
+
+
+@pytest.fixture(scope="module")
+def failing_api(published_home: object) -> Iterator[RunningApi]:
+    """The real app plus two routes that fail the ways routes can: an exception nobody
+    expected, and a parameter FastAPI itself refuses."""
+    clock = start_clock()
+    app = create_app(Settings(home=published_home), clock)
+
+    @app.get("/v1/test-only/boom")
+    def boom() -> None:
+        raise RuntimeError("secret internals: /srv/db password=hunter2")
+
+    @app.get("/v1/test-only/typed")
+    def typed(n: int = Query()) -> dict[str, int]:
+        return {"n": n}
+
+    with serve(app, clock) as running:
+        yield running
+
+
+def test_an_unexpected_exception_is_the_specs_500_with_nothing_leaked(
+    failing_api: RunningApi, caplog: pytest.LogCaptureFixture
+) -> None:
+    with failing_api.client() as client:
+        response = client.get("/v1/test-only/boom")
+    assert response.status_code == 500
+    assert response.json() == {
+        "error": "internal_error",
+        "code": "internal_error",
+        "status": 500,
+        "detail": "Internal server error. Retry after a short wait.",
+    }
+    assert "hunter2" not in response.text and "Traceback" not in response.text
+    assert "Access-Control-Expose-Headers" in response.headers
+
+
+def test_fastapi_validation_errors_become_the_specs_400(failing_api: RunningApi) -> None:
+    with failing_api.client() as client:
+        response = client.get("/v1/test-only/typed", params={"n": "many"})
+    assert response.status_code == 400
+    body = response.json()
+    assert body["code"] == body["error"] == "bad_request"
+    assert body["status"] == 400
+    assert body["detail"].startswith("Invalid n")
+    assert set(body) == {"error", "code", "status", "detail"}
+
+
+def test_keys_never_reach_the_logs(api: RunningApi, caplog: pytest.LogCaptureFixture) -> None:
+    key = api.new_key().key
+    with caplog.at_level(logging.DEBUG), api.client() as client:
+        client.get("/v1/auth/usage", params={"api_key": key})
+        client.get("/v1/auth/usage", headers={"X-API-Key": key})
+        client.get("/v1/auth/usage", params={"api_key": key[:-1]})
+        client.get("/v1/nope", params={"api_key": key})
+    # the server's records only: the test's own HTTP client (httpx) logs the URLs it sends
+    server_side = [
+        record for record in caplog.records if not record.name.startswith(("httpx", "httpcore"))
+    ]
+    assert server_side, "the access log should have recorded the requests"
+    logged = "\n".join(record.getMessage() for record in server_side)
+    assert key[4:] not in logged and key[4:-1] not in logged
+    assert "/v1/auth/usage" in logged
+
+
+def test_status_is_the_same_with_any_key_or_none(api: RunningApi) -> None:
+    key = api.new_key().key
+    disabled = api.new_key()
+    api.store.set_state(disabled.account.id, "disabled")
+    with api.client() as client:
+        answers = [
+            client.get("/v1/status"),
+            client.get("/v1/status", headers={"X-API-Key": key}),
+            client.get("/v1/status", headers={"X-API-Key": "fdk_broken"}),
+            client.get("/v1/status", params={"api_key": disabled.key}),
+        ]
+    assert {response.status_code for response in answers} == {200}
+    assert len({response.content for response in answers}) == 1
+    for response in answers:
+        assert not [name for name in response.headers if name.lower().startswith("x-ratelimit")]
+
+
+def test_status_reports_the_published_version(api: RunningApi, published_home: object) -> None:
+    from findata.control_plane.database import engine_for
+    from findata.published import current_version
+
+    settings = Settings(home=published_home)
+    with engine_for(settings.control_plane_url).connect() as connection:
+        version = current_version(connection)
+    assert version is not None
+    with api.client() as client:
+        body = client.get("/v1/status").json()
+    assert body["status"] == "ok"
+    assert body["version"] == version.label
+    assert body["published_at"].endswith("Z")
+    assert set(body["datasets"]) == set(version.row_counts)
+    prices = body["datasets"]["prices"]
+    assert prices["rows"] == version.row_counts["prices"] > 0
+    assert prices["data_through"] == version.data_through["prices"]
+
+
+def test_status_before_anything_is_published(api_postgres: RunningApi) -> None:
+    with api_postgres.client() as client:
+        response = client.get("/v1/status")
+    assert response.status_code == 200
+    assert response.json() == {
+        "status": "no_data",
+        "version": None,
+        "published_at": None,
+        "datasets": {},
+    }
+
+
+def test_usage_counts_the_accounts_requests_today(any_api: RunningApi) -> None:
+    from accounts.usage import add_usage
+
+    issued = any_api.new_key("max")
+    other = any_api.store.create_key(issued.account.id)
+    with any_api.store.engine.begin() as connection:
+        add_usage(connection, issued.account.id, any_api.clock.now(), requests=7, rows=70)
+    with any_api.client() as client:
+        by_first = client.get("/v1/auth/usage", headers={"X-API-Key": issued.key}).json()
+        by_second = client.get("/v1/auth/usage", headers={"X-API-Key": other.key}).json()
+    assert by_first == by_second  # all keys of an account share its counters
+    assert by_first["requests_today"] == 7
+    assert by_first["daily_limit"] == 50_000
+    now = any_api.clock.now()
+    tomorrow = (now + dt.timedelta(days=1)).date()
+    assert by_first["resets_at"] == f"{tomorrow.isoformat()}T00:00:00Z"
