@@ -267,9 +267,13 @@ def _active_key_ids_newest_first(connection: sa.Connection, account_id: str) -> 
 
 
 def _revoke(connection: sa.Connection, key_ids: list[int], when: dt.datetime) -> None:
+    """Revoke the keys not revoked yet (a key keeps its first revocation date, also when two
+    revocations race)."""
     if key_ids:
         connection.execute(
-            api_keys.update().where(api_keys.c.id.in_(key_ids)).values(revoked_at=when)
+            api_keys.update()
+            .where(api_keys.c.id.in_(key_ids), api_keys.c.revoked_at.is_(None))
+            .values(revoked_at=when)
         )
 
 

@@ -7,21 +7,21 @@ import json
 import os
 import subprocess
 import sys
-import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-import sqlalchemy as sa
 
 from findata.clock import SystemClock, utc_today
-from findata.control_plane.database import engine_for
 from orchestration.demo.generate import DEFAULT_SEED, generate_demo
 from orchestration.landing import LandingTables, read_all_landing
 from orchestration.raw import write_raw_tables
+from tests.databases import disposing_cached_engine, fresh_postgres_database
+
+# the API over real HTTP: session servers and their helpers
+pytest_plugins = ("tests.api.server",)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -97,38 +97,6 @@ def small_warehouse(small_demo: Demo) -> Path:
     return warehouse
 
 
-POSTGRES_SERVER = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
-
-
-@contextmanager
-def _disposing_cached_engine(url: str) -> Iterator[str]:
-    """Yield ``url``; afterwards dispose the engine ``engine_for`` cached for it, if any."""
-    cached_before = engine_for.cache_info().currsize
-    try:
-        yield url
-    finally:
-        # engine_for is functools.cache'd and has no "is it cached?" query: an engine was created
-        # during the test only if the cache grew (then engine_for(url) returns the cached one)
-        if engine_for.cache_info().currsize > cached_before:
-            engine_for(url).dispose()
-
-
-@contextmanager
-def fresh_postgres_database() -> Iterator[str]:
-    """A new empty database on the local PostgreSQL server, dropped (WITH FORCE) afterwards."""
-    server = sa.create_engine(POSTGRES_SERVER, isolation_level="AUTOCOMMIT", poolclass=sa.NullPool)
-    name = f"findata_test_{uuid.uuid4().hex[:12]}"
-    with server.connect() as connection:
-        connection.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    try:
-        with _disposing_cached_engine(POSTGRES_SERVER.rsplit("/", 1)[0] + f"/{name}") as url:
-            yield url
-    finally:
-        with server.connect() as connection:
-            connection.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        server.dispose()
-
-
 @pytest.fixture
 def postgres_url() -> Iterator[str]:
     """The URL of a fresh PostgreSQL database of this test's own."""
@@ -140,7 +108,7 @@ def postgres_url() -> Iterator[str]:
 def control_plane_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """An empty control-plane database of this test's own, on SQLite and on PostgreSQL."""
     if request.param == "sqlite":
-        with _disposing_cached_engine(f"sqlite:///{tmp_path}/control.sqlite") as url:
+        with disposing_cached_engine(f"sqlite:///{tmp_path}/control.sqlite") as url:
             yield url
     else:
         with fresh_postgres_database() as url:

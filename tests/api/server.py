@@ -18,21 +18,18 @@ from typing import TYPE_CHECKING
 
 import httpx
 import pytest
-import sqlalchemy as sa
 import uvicorn
 from fastapi import FastAPI
 
 from accounts.store import AccountStore, IssuedKey
 from api.app import create_app
 from findata.clock import ManualClock
-from findata.control_plane.database import engine_for
 from findata.settings import Settings, get_settings
 from orchestration.refresh import run_refresh
+from tests.databases import fresh_postgres_database
 
 if TYPE_CHECKING:
     from conftest import Demo
-
-POSTGRES_SERVER = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 
 
 @dataclass
@@ -112,20 +109,11 @@ def api(published_home: Path) -> Iterator[RunningApi]:
 @pytest.fixture(scope="session")
 def api_postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningApi]:
     """The API with its control plane on a real PostgreSQL database of its own."""
-    name = f"findata_api_{uuid.uuid4().hex[:12]}"
-    server = sa.create_engine(POSTGRES_SERVER, isolation_level="AUTOCOMMIT", poolclass=sa.NullPool)
-    with server.connect() as connection:
-        connection.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    url = POSTGRES_SERVER.rsplit("/", 1)[0] + f"/{name}"
     clock = start_clock()
-    settings = Settings(home=tmp_path_factory.mktemp("pg-home"), database_url=url)
-    try:
+    with fresh_postgres_database() as url:
+        settings = Settings(home=tmp_path_factory.mktemp("pg-home"), database_url=url)
         with serve(create_app(settings, clock), clock) as running:
             yield running
-    finally:
-        engine_for(url).dispose()
-        with server.connect() as connection:
-            connection.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

@@ -5,7 +5,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import context
 
-from findata.control_plane.schema import metadata
+from accounts.tables import metadata as accounts_metadata
+from findata.control_plane.schema import metadata as feed_metadata
 
 config = context.config
 
@@ -16,7 +17,8 @@ def run_migrations() -> None:
     with engine.connect() as connection:
         context.configure(
             connection=connection,
-            target_metadata=metadata,
+            # one database, one migration history: every part's tables (for autogenerate)
+            target_metadata=[feed_metadata, accounts_metadata],
             render_as_batch=connection.dialect.name == "sqlite",
         )
         with context.begin_transaction():
