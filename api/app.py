@@ -16,6 +16,9 @@ from accounts.store import AccountStore
 from api.auth import authenticate, read_key
 from api.errors import ApiError, BadRequest, MethodNotAllowed, UnknownEndpoint, error_response
 from api.front_door import API_PREFIX, FrontDoor
+from api.generate import contract_router
+from api.paging import CursorCodec, cursor_secret
+from api.published import PublishedData
 from api.routes import status, usage
 from findata.clock import Clock, get_clock
 from findata.control_plane.database import engine_for
@@ -36,6 +39,8 @@ def create_app(settings: Settings | None = None, clock: Clock | None = None) -> 
     app.state.clock = clock or get_clock()
     app.state.engine = engine_for(settings.control_plane_url)
     app.state.accounts = AccountStore(app.state.engine, app.state.clock)
+    app.state.published = PublishedData(app.state.engine, settings.published_dir)
+    app.state.cursors = CursorCodec(cursor_secret(settings.cursor_secret, settings.home_dir))
 
     app.add_exception_handler(ApiError, _api_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
@@ -44,6 +49,7 @@ def create_app(settings: Settings | None = None, clock: Clock | None = None) -> 
 
     app.include_router(status.router)
     app.include_router(usage.router)
+    app.include_router(contract_router())
     return app
 
 

@@ -23,6 +23,11 @@ class Settings(BaseSettings):
         default="http://127.0.0.1:8000",
         description="Where clients reach the API (change-feed URLs in events).",
     )
+    cursor_secret: str | None = Field(
+        default=None,
+        description="Signs page cursors; set the same value on every host (default: a random "
+        "secret kept under home, shared by one host's workers).",
+    )
     webhooks_allow_private: bool = Field(
         default=False,
         description="UNSAFE: let webhook endpoints on loopback through (local development only).",

@@ -5,6 +5,7 @@ both with a ``ManualClock`` the tests move."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 import shutil
 import socket
 import threading
@@ -14,7 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
@@ -96,6 +97,12 @@ def published_home(small_demo: Demo, tmp_path_factory: pytest.TempPathFactory) -
         outcome = run_refresh(get_settings())
     assert outcome.success and outcome.version, outcome
     return home
+
+
+@pytest.fixture(scope="session")
+def scenarios(published_home: Path) -> dict[str, Any]:
+    """The published demo's scenarios.json (DESIGN.md names its keys)."""
+    return json.loads((published_home / "demo" / "scenarios.json").read_text())
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,92 @@
+"""What an endpoint handler gets (``EndpointCall``) and gives back (``EndpointAnswer``).
+
+Handlers live in ``api/endpoints/<contract name>.py`` as ``handle(call) -> EndpointAnswer``; the
+generated route (``api/generate.py``) does everything around them: keys, validation, plan gates,
+subjects, paging, the envelope and headers.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Any
+
+import duckdb
+
+from accounts.store import KeyOwner
+from api.errors import BadRequest
+from api.params import RequestParams
+from api.published import Version
+from api.resolution import Resolution
+from contracts.endpoints import EndpointContract
+from contracts.plans import Plan
+
+
+@dataclass(frozen=True)
+class PageWindow:
+    """The rows this page may hold: from ``offset``, at most ``limit``; ``number`` counts from 1."""
+
+    offset: int
+    limit: int
+    number: int
+
+
+@dataclass
+class EndpointCall:
+    """One validated request, ready for its handler."""
+
+    contract: EndpointContract
+    params: RequestParams
+    owner: KeyOwner | None
+    plan: Plan | None
+    path: dict[str, str]
+    data: duckdb.DuckDBPyConnection
+    version: Version
+    today: dt.date
+    page: PageWindow | None
+    floor: dt.date | None = None
+    subjects: Resolution | None = None
+    subject_date: dt.date | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    def window(self) -> tuple[dt.date | None, dt.date | None]:
+        """``start`` and ``end`` with the Free floor applied to ``start``."""
+        start, end = self.params.get("start"), self.params.get("end")
+        if self.floor is not None and (start is None or start < self.floor):
+            start = self.floor
+        return start, end
+
+    def selected_fields(self) -> list[str]:
+        """Identity fields plus the selectable ones asked for with ``fields`` (all by default).
+
+        Unknown names are skipped with a warning; none valid is the spec's 400."""
+        spec = self.contract.fields
+        asked = self.params.get("fields")
+        if not asked:
+            return [*spec.identity, *spec.selectable]
+        unknown = [name for name in asked if name not in spec.selectable]
+        chosen = [name for name in spec.selectable if name in asked]
+        quoted = ", ".join(f"'{name}'" for name in unknown)
+        if not chosen:
+            raise BadRequest(
+                f"No valid fields in request. Unknown field ignored: {quoted}. "
+                f"Available fields: {', '.join(spec.selectable)}"
+            )
+        if unknown:
+            self.warnings.append(f"Unknown field ignored: {quoted}")
+        return [*spec.identity, *chosen]
+
+
+@dataclass
+class EndpointAnswer:
+    """A handler's rows and what it adds to the envelope."""
+
+    rows: list[dict[str, Any]] | dict[str, Any]
+    has_more: bool = False
+    next_offset: int | None = None
+    total: int | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+    top: dict[str, Any] = field(default_factory=dict)  # top-level keys besides data and meta
+    warnings: list[str] = field(default_factory=list)
+    cache_control: str = "public, max-age=86400"
+    row_count: int | None = None  # rows for the quota when ``rows`` is not a list (resolve)

@@ -1,0 +1,1 @@
+"""One module per endpoint contract: ``handle(call) -> EndpointAnswer`` (see ``api/calls.py``)."""

@@ -1,0 +1,129 @@
+"""``/v1/prices``: daily bars, optionally restated in today's shares (``adjust=split``) and
+aggregated into buckets (``interval``)."""
+
+from __future__ import annotations
+
+import sqlglot
+from sqlglot import exp
+
+from api.calls import EndpointAnswer, EndpointCall
+from api.query import Binder, column, fetch_dicts, order_by
+
+#: the product of the split ratios after each row's date: prices divide by it, volume multiplies
+SPLIT_FACTOR = sqlglot.parse_one(
+    "COALESCE(EXP(SUM(LN(split_ratio)) OVER (PARTITION BY entity_id ORDER BY date DESC "
+    "ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)), 1.0)",
+    dialect="duckdb",
+)
+ADJUSTED_PRICES = ("open", "high", "low", "close")
+
+#: calendar buckets of the intervals; 1d is the daily row itself, 3d counts trading days
+CALENDAR_BUCKETS = {"1w": "week", "1mo": "month", "3mo": "quarter", "1y": "year"}
+
+#: how each field aggregates over a bucket (ordered: arg_min/arg_max by date)
+AGGREGATES = {
+    "ticker": "ARG_MAX(ticker, date)",
+    "entity_name": "ARG_MAX(entity_name, date)",
+    "gics_sector": "ARG_MAX(gics_sector, date)",
+    "date": "MAX(date)",
+    "price_basis": "ARG_MAX(price_basis, date)",
+    "open": "ARG_MIN(open, date)",
+    "high": "MAX(high)",
+    "low": "MIN(low)",
+    "close": "ARG_MAX(close, date)",
+    "adj_close": "ARG_MAX(adj_close, date)",
+    "volume": "SUM(volume)",
+    "shares_outstanding": "ARG_MAX(shares_outstanding, date)",
+    "return_daily": "EXP(SUM(LN(1 + COALESCE(return_daily, 0)))) - 1",
+    "exchange_code": "ARG_MAX(exchange_code, date)",
+    "split_ratio": "EXP(SUM(LN(split_ratio)))",
+    "dividend": "SUM(dividend)",
+    "market_cap": "ARG_MAX(market_cap, date)",
+}
+
+
+def handle(call: EndpointCall) -> EndpointAnswer:
+    """Rows of the resolved securities in the window, a page at a time."""
+    assert call.subjects is not None and call.page is not None
+    fields = call.selected_fields()
+    start, end = call.window()
+    binder = Binder()
+
+    base = (
+        exp.select("*")
+        .from_("prices")
+        .where(column("entity_id").isin(*binder.each(sorted(call.subjects.entity_ids))))
+    )
+    if call.params.get("adjust") == "split":
+        base = _restated_in_todays_shares(base)
+    windowed = exp.select("*").from_(exp.alias_(base.subquery(), "base"))
+    if start is not None:
+        windowed = windowed.where(exp.GTE(this=column("date"), expression=binder(start)))
+    if end is not None:
+        windowed = windowed.where(exp.LTE(this=column("date"), expression=binder(end)))
+
+    interval = call.params.get("interval")
+    if interval and interval != "1d":
+        rows_from = _bucketed(windowed, interval, fields)
+    else:
+        rows_from = exp.select(*fields).from_(exp.alias_(windowed.subquery(), "windowed"))
+    query = (
+        exp.select(*fields)
+        .from_(exp.alias_(rows_from.subquery(), "answer"))
+        .order_by(*order_by(call.contract.order))
+        .limit(binder(call.page.limit + 1))
+        .offset(binder(call.page.offset))
+    )
+    rows = fetch_dicts(call.data, query, binder)
+    has_more = len(rows) > call.page.limit
+    return EndpointAnswer(
+        rows=rows[: call.page.limit],
+        has_more=has_more,
+        next_offset=call.page.offset + call.page.limit if has_more else None,
+    )
+
+
+def _restated_in_todays_shares(base: exp.Select) -> exp.Select:
+    """Prices divided and volume multiplied by the splits after each date."""
+    factored = base.select(exp.alias_(SPLIT_FACTOR.copy(), "split_factor"))
+    replaced = [
+        exp.alias_(exp.Div(this=column(name), expression=column("split_factor")), name)
+        for name in ADJUSTED_PRICES
+    ]
+    replaced.append(
+        exp.alias_(
+            sqlglot.parse_one("CAST(ROUND(volume * split_factor) AS BIGINT)", dialect="duckdb"),
+            "volume",
+        )
+    )
+    star = exp.Star(**{"replace": replaced})
+    return exp.select(star).from_(exp.alias_(factored.subquery(), "factored"))
+
+
+def _bucketed(windowed: exp.Select, interval: str, fields: list[str]) -> exp.Select:
+    """One row per security and bucket, dated the bucket's last trading day."""
+    if interval in CALENDAR_BUCKETS:
+        bucket = exp.func(
+            "DATE_TRUNC", exp.Literal.string(CALENDAR_BUCKETS[interval]), column("date")
+        )
+    elif interval == "6mo":
+        bucket = sqlglot.parse_one(
+            "YEAR(date) * 2 + CASE WHEN MONTH(date) <= 6 THEN 0 ELSE 1 END", dialect="duckdb"
+        )
+    else:  # 3d: runs of three trading days from the first day in the window
+        bucket = sqlglot.parse_one(
+            "(ROW_NUMBER() OVER (PARTITION BY entity_id ORDER BY date) - 1) // 3", dialect="duckdb"
+        )
+    labelled = exp.select("*", exp.alias_(bucket, "bucket")).from_(
+        exp.alias_(windowed.subquery(), "windowed")
+    )
+    aggregates = [
+        exp.alias_(sqlglot.parse_one(AGGREGATES[name], dialect="duckdb"), name)
+        for name in fields
+        if name != "entity_id"
+    ]
+    return (
+        exp.select(column("entity_id"), *aggregates)
+        .from_(exp.alias_(labelled.subquery(), "labelled"))
+        .group_by(column("entity_id"), column("bucket"))
+    )

@@ -1,0 +1,59 @@
+"""SQL built with sqlglot from a contract and validated values, run on a version's DuckDB.
+
+User input never becomes SQL text: every value is a named placeholder (``$p0``…) bound by DuckDB.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import duckdb
+from sqlglot import exp
+
+from contracts.endpoints import OrderTerm
+
+
+class Binder:
+    """Collects the values of one query; each call returns the placeholder standing for one."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, Any] = {}
+
+    def __call__(self, value: Any) -> exp.Placeholder:
+        name = f"p{len(self.values)}"
+        self.values[name] = value
+        return exp.Placeholder(this=name)
+
+    def each(self, values: Iterable[Any]) -> list[exp.Placeholder]:
+        """One placeholder per value (for ``IN`` lists)."""
+        return [self(value) for value in values]
+
+
+def column(name: str, table: str | None = None) -> exp.Column:
+    """A column reference."""
+    return exp.column(name, table=table)
+
+
+def order_by(terms: Sequence[OrderTerm], table: str | None = None) -> list[exp.Ordered]:
+    """The ORDER BY of a contract's row order."""
+    return [
+        exp.Ordered(this=column(term.column, table), desc=term.descending, nulls_first=False)
+        for term in terms
+    ]
+
+
+def fetch_dicts(
+    cursor: duckdb.DuckDBPyConnection, query: exp.Expression, binder: Binder
+) -> list[dict[str, Any]]:
+    """Run ``query`` and return its rows as dicts in column order."""
+    result = cursor.execute(query.sql(dialect="duckdb"), binder.values)
+    names = [description[0] for description in result.description]
+    return [dict(zip(names, row, strict=True)) for row in result.fetchall()]
+
+
+def fetch_all(
+    cursor: duckdb.DuckDBPyConnection, query: exp.Expression, binder: Binder
+) -> list[tuple[Any, ...]]:
+    """Run ``query`` and return its rows as tuples."""
+    return cursor.execute(query.sql(dialect="duckdb"), binder.values).fetchall()

@@ -1,0 +1,126 @@
+"""The subjects of a request: tickers in the path or ``entity_id`` values, the plan's limit on
+how many, and their resolution turned into the spec's 400, 404 and 409 answers (request rules
+1, 8–10; "Errors": too many tickers, 404 details, 409)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import duckdb
+
+from api.errors import ApiError, BadRequest, NotFound
+from api.resolution import Resolution, known_entities, resolve_tickers
+from contracts.endpoints import Subject
+from contracts.plans import Plan
+
+BOTH = "Provide either a ticker in the path or an entity_id parameter, not both."
+NEITHER = "Provide a ticker in the path or an entity_id parameter."
+HINT = "pass entity_id="
+
+
+def parse_tickers(raw: str | None) -> list[str]:
+    """The path's comma-separated tickers, upper case, each once, in order."""
+    if raw is None:
+        return []
+    return list(dict.fromkeys(t.strip().upper() for t in raw.split(",") if t.strip()))
+
+
+def check_subject_count(
+    subject: Subject, plan: Plan | None, tickers: list[str], entity_ids: list[int]
+) -> None:
+    """400 for both kinds of subject, neither, or more than the plan allows."""
+    if tickers and entity_ids:
+        raise BadRequest(BOTH)
+    if not tickers and not entity_ids:
+        raise BadRequest(NEITHER)
+    what = "ticker" if tickers else "entity_id"
+    count = len(tickers or entity_ids)
+    allowed = getattr(plan, subject.limit) if plan else 1
+    if count <= allowed:
+        return
+    if plan is None or plan.code == "free":
+        noun = "tickers" if tickers else "entity_id values"
+        raise BadRequest(
+            f"Free tier allows 1 {what} per request. Upgrade to Pro for up to "
+            f"{100 if subject.limit == 'tickers_per_request' else 10} {noun} per request."
+        )
+    noun = "tickers" if tickers else "entity_id values"
+    raise BadRequest(f"Maximum {allowed} {noun} per request")
+
+
+def resolve_subjects(
+    data: duckdb.DuckDBPyConnection,
+    subject: Subject,
+    tickers: list[str],
+    entity_ids: list[int],
+    on: dt.date,
+) -> Resolution:
+    """Resolve the request's subjects; raise 404 or 409 when none can be served."""
+    if tickers:
+        resolution = resolve_tickers(data, tickers, on, subject.grain)
+    else:
+        resolution = _resolve_entity_ids(data, entity_ids, subject.grain)
+    _refuse_when_nothing_resolved(resolution, on)
+    _warn_about_the_rest(resolution, on)
+    return resolution
+
+
+def _resolve_entity_ids(
+    data: duckdb.DuckDBPyConnection, entity_ids: list[int], grain: str
+) -> Resolution:
+    known = known_entities(data, entity_ids)
+    resolution = Resolution()
+    for entity_id in entity_ids:
+        name = str(entity_id)
+        entity = known.get(entity_id)
+        if entity is None:
+            resolution.unmatched.append(name)
+        elif grain == "security" and entity["entity_grain"] != "security":
+            resolution.unlisted[name] = (entity["name"], entity_id)
+        elif grain == "security":
+            resolution.resolved[name] = [entity_id]
+        else:
+            resolution.resolved[name] = [entity["issuer_entity_id"]]
+            if entity["entity_grain"] == "security":
+                resolution.securities[name] = [entity_id]
+    return resolution
+
+
+def ambiguous_detail(tickers: list[str], on: dt.date) -> str:
+    """The 409 detail."""
+    names = ", ".join(tickers)
+    return (
+        f"Ambiguous ticker on {on.isoformat()}: {names} names more than one entity. "
+        "Choose one of the candidates and pass entity_id=<id>."
+    )
+
+
+def _refuse_when_nothing_resolved(resolution: Resolution, on: dt.date) -> None:
+    if resolution.resolved:
+        return
+    if resolution.ambiguous:
+        raise ApiError(
+            "ambiguous_ticker",
+            ambiguous_detail(list(resolution.ambiguous), on),
+            candidates=resolution.ambiguous,
+            hint=HINT,
+        )
+    if resolution.unlisted:
+        raise NotFound(
+            f"No listed security on {on.isoformat()} for: {', '.join(resolution.unlisted)}"
+        )
+    raise NotFound(f"No matching entities for: {', '.join(resolution.unmatched)}")
+
+
+def _warn_about_the_rest(resolution: Resolution, on: dt.date) -> None:
+    for ticker in resolution.ambiguous:
+        resolution.warnings.append(
+            f"Ticker {ticker} is ambiguous on {on.isoformat()} and was not served; see "
+            "meta.tickers_ambiguous and pass entity_id=<id>."
+        )
+    if resolution.unlisted:
+        resolution.warnings.append(
+            f"No listed security on {on.isoformat()} for: {', '.join(resolution.unlisted)}"
+        )
+    if resolution.unmatched:
+        resolution.warnings.append(f"No matching entities for: {', '.join(resolution.unmatched)}")
