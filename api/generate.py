@@ -81,13 +81,14 @@ def _route(contract: EndpointContract, handler: Handler, path: str) -> Callable[
     ]
     for name in path_names:
         declared = contract.parameter(name)
+        description = declared.description if declared else name
+        if contract.subject and name == contract.subject.path_parameter:
+            description = "Tickers, comma separated (1 on Free, more on paid plans)."
         parameters.append(
             inspect.Parameter(
                 name,
                 inspect.Parameter.KEYWORD_ONLY,
-                annotation=Annotated[
-                    str, Path(description=declared.description if declared else name)
-                ],
+                annotation=Annotated[str, Path(description=description)],
             )
         )
     for parameter in contract.all_parameters:
@@ -98,7 +99,7 @@ def _route(contract: EndpointContract, handler: Handler, path: str) -> Callable[
                 parameter.name,
                 inspect.Parameter.KEYWORD_ONLY,
                 default=None,
-                annotation=Annotated[str | None, _documented_query(parameter)],
+                annotation=Annotated[str | None, _documented_query(contract, parameter)],
             )
         )
     route.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
@@ -106,9 +107,14 @@ def _route(contract: EndpointContract, handler: Handler, path: str) -> Callable[
     return route
 
 
-def _documented_query(parameter: Parameter) -> Any:
+def _documented_query(contract: EndpointContract, parameter: Parameter) -> Any:
     """The OpenAPI description of a query parameter (validation is ours, with the spec's texts)."""
     extra: dict[str, Any] = {}
+    if parameter.type == "fields":
+        extra["x-selectable"] = contract.fields.selectable
+    if parameter.type == "limit":
+        extra["default"] = contract.paging.default_limit
+        extra["x-maximum"] = contract.paging.max_limit
     if parameter.values:
         extra["enum"] = parameter.values
     if parameter.type == "date":

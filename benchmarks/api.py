@@ -1,0 +1,148 @@
+"""Benchmark: the API against a running server (``findata serve``), over real HTTP.
+
+    .venv/bin/python benchmarks/api.py                       # small demo in a temp home
+    .venv/bin/python benchmarks/api.py --home ./.findata --workers 2 --seconds 10
+
+Uses the home's published version (runs ``findata demo --no-serve`` first when there is none),
+starts ``findata serve --workers N``, creates a Pro key, and for each request kind runs C
+concurrent clients for S seconds: requests per second and p50/p99 latency. Kinds: one ticker,
+one year of daily prices (about 250 rows); a 5,000-row page (several tickers, limit=5000); and
+``/v1/status`` as the floor of the stack (no key, no data file).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import httpx
+
+FINDATA = Path(sys.executable).parent / "findata"
+
+
+def _findata(home: Path, *args: str) -> str:
+    env = {**os.environ, "FINDATA_HOME": str(home)}
+    result = subprocess.run(
+        [str(FINDATA), *args], env=env, capture_output=True, text=True, check=False
+    )
+    if result.returncode != 0:
+        sys.stderr.write(result.stderr[-3000:])
+        raise SystemExit(f"findata {' '.join(args)} failed")
+    return result.stdout
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _measure(url: str, key: str, path: str, params: dict, clients: int, seconds: float) -> dict:
+    """C clients in threads, each with its own connection, for ``seconds``."""
+    latencies: list[float] = []
+    errors = [0]
+    rows = [0]
+    lock = threading.Lock()
+    deadline = time.perf_counter() + seconds
+
+    def run() -> None:
+        with httpx.Client(base_url=url, headers={"X-API-Key": key}, timeout=60) as client:
+            while time.perf_counter() < deadline:
+                started = time.perf_counter()
+                response = client.get(path, params=params)
+                elapsed = time.perf_counter() - started
+                with lock:
+                    if response.status_code == 200:
+                        latencies.append(elapsed)
+                        data = response.json().get("data")
+                        rows[0] = len(data) if isinstance(data, list) else rows[0]
+                    else:
+                        errors[0] += 1
+
+    threads = [threading.Thread(target=run) for _ in range(clients)]
+    started = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    wall = time.perf_counter() - started
+    ordered = sorted(latencies)
+    return {
+        "requests": len(ordered),
+        "errors": errors[0],
+        "rows_per_response": rows[0],
+        "requests_per_second": round(len(ordered) / wall, 1),
+        "p50_ms": round(statistics.median(ordered) * 1000, 1) if ordered else None,
+        "p99_ms": round(ordered[int(len(ordered) * 0.99) - 1] * 1000, 1) if ordered else None,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--home", type=Path, default=None)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--seconds", type=float, default=8.0)
+    args = parser.parse_args()
+
+    home = args.home or Path(tempfile.mkdtemp(prefix="findata-api-bench-"))
+    if not list((home / "published").glob("*.duckdb")):
+        print(f"building the small demo in {home} …", file=sys.stderr)
+        _findata(home, "demo", "--no-serve")
+    scenarios = json.loads((home / "demo" / "scenarios.json").read_text())
+    key = json.loads(
+        _findata(
+            home, "keys", "create", "--email", f"bench-{os.getpid()}@example.com", "--plan", "pro"
+        )
+    )["key"]
+
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    env = {**os.environ, "FINDATA_HOME": str(home)}
+    server = subprocess.Popen(
+        [str(FINDATA), "serve", "--port", str(port), "--workers", str(args.workers)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        for _ in range(300):
+            try:
+                httpx.get(f"{url}/v1/status", timeout=1)
+                break
+            except httpx.TransportError:
+                time.sleep(0.1)
+        as_of = scenarios["as_of"]
+        year_ago = f"{int(as_of[:4]) - 1}{as_of[4:]}"
+        plain = scenarios["plain"]["ticker"]
+        classes = scenarios["share_classes"]["class_tickers"]
+        others = [scenarios["renamed"]["new_ticker"], scenarios["delisted"]["ticker"]]
+        many = ",".join([plain, *classes, *others])
+        kinds = {
+            "status (no key, no data)": ("/v1/status", {}),
+            "prices 1 ticker x 1 year": (f"/v1/prices/{plain}", {"start": year_ago, "end": as_of}),
+            "prices 5,000-row page": (f"/v1/prices/{many}", {"limit": 5000}),
+        }
+        print(
+            f"server: {args.workers} worker(s); {args.clients} clients; {args.seconds:.0f} s each"
+        )
+        for name, (path, params) in kinds.items():
+            _measure(url, key, path, params, 1, 1.0)  # warm the version's connection
+            figures = _measure(url, key, path, params, args.clients, args.seconds)
+            print(f"{name:28s} {json.dumps(figures)}")
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+if __name__ == "__main__":
+    main()

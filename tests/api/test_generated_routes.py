@@ -1,0 +1,144 @@
+"""Routes come from contracts: every endpoint of the spec has a contract and a route, OpenAPI
+documents every parameter with its allowed values, and random query strings on every endpoint
+get 200 or one of the spec's 4xx — never a 500, never FastAPI's 422."""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from fastapi.routing import APIRoute
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from contracts.endpoints import endpoint_names, load_endpoint_contract, parameter_variants
+from tests.api.server import RunningApi
+
+#: the spec's endpoint table ("Endpoints"), path templates as the contracts write them
+SPEC_DATA_ENDPOINTS = {
+    "/v1/search": "search",
+    "/v1/resolve/{tickers}": "resolve",
+    "/v1/prices/{tickers}": "prices",
+    "/v1/prices": "prices",
+    "/v1/fundamentals/{tickers}": "fundamentals",
+    "/v1/fundamentals": "fundamentals",
+    "/v1/metrics/{tickers}": "metrics",
+    "/v1/insiders/{tickers}": "insiders",
+    "/v1/holdings/{tickers}": "holdings",
+    "/v1/managers": "managers",
+    "/v1/managers/{manager_id}/holdings": "manager_holdings",
+    "/v1/index/{index_name}": "index",
+    "/v1/index/{index_name}/events": "index_events",
+}
+HAND_WRITTEN = {"/v1/status", "/v1/auth/usage"}  # not data endpoints: no contract
+
+
+def _normalised(path: str) -> str:
+    """Path templates compared without their parameter names ({ticker} == {tickers})."""
+    import re
+
+    return re.sub(r"{\w+}", "{}", path)
+
+
+def test_every_spec_endpoint_has_a_contract_and_a_route(api: RunningApi) -> None:
+    routes = {_normalised(r.path) for r in api.app.routes if isinstance(r, APIRoute)}
+    contract_paths = {
+        _normalised(path): name
+        for name in endpoint_names()
+        for path in load_endpoint_contract(name).paths
+    }
+    for path, name in SPEC_DATA_ENDPOINTS.items():
+        assert contract_paths.get(_normalised(path)) == name, path
+        assert _normalised(path) in routes, path
+    assert routes >= HAND_WRITTEN
+
+
+def test_openapi_lists_every_parameter_with_its_allowed_values(api: RunningApi) -> None:
+    with api.client() as client:
+        document = client.get("/openapi.json").json()
+        assert client.get("/docs").status_code == 200
+    operations = {_normalised(p): ops["get"] for p, ops in document["paths"].items()}
+    for name in endpoint_names():
+        contract = load_endpoint_contract(name)
+        for path in contract.paths:
+            listed = {p["name"]: p for p in operations[_normalised(path)]["parameters"]}
+            for parameter in contract.all_parameters:
+                assert parameter.name in listed, (path, parameter.name)
+                documented = listed[parameter.name]
+                assert documented["description"]
+                if parameter.values:
+                    assert documented["schema"]["enum"] == parameter.values
+                if parameter.type == "flag":
+                    assert documented["schema"]["enum"] == ["true", "false"]
+
+
+# the property test: random query strings on every generated path
+
+SPEC_STATUSES = {200, 400, 402, 404, 409}
+TEXT = st.text(alphabet=string.ascii_letters + string.digits + "-_.,:/ ", max_size=12)
+VALUES = st.one_of(
+    TEXT,
+    st.sampled_from(["", "0", "1", "50.0", "-1", "true", "FALSE", "yes", "2025-03-31",
+                     "2024-02-29", "2023-02-29", "0000-01-01", "9999-12-31", "2026-13-01",
+                     "1mo", "split", "annual", "as_reported", "latest", "restated", "sp500"]),
+    st.integers(min_value=-5, max_value=10**10).map(str),
+    st.dates().map(lambda d: d.isoformat()),
+)  # fmt: skip
+
+
+def _parameter_names() -> list[str]:
+    names = {p.name for n in endpoint_names() for p in load_endpoint_contract(n).all_parameters}
+    return sorted(names | set(parameter_variants()) | {"zz", "cursor"})
+
+
+@pytest.fixture(scope="module")
+def client(api: RunningApi) -> Iterator[httpx.Client]:
+    with api.client() as shared:
+        shared.headers["X-API-Key"] = api.new_key("max").key
+        yield shared
+
+
+@pytest.fixture(scope="module")
+def paths(scenarios: dict[str, Any]) -> list[str]:
+    fillers = {
+        "tickers": [scenarios["plain"]["ticker"], scenarios["ambiguous"]["ticker"], "ZZZQ",
+                    f"{scenarios['plain']['ticker']},{scenarios['share_classes']['shared_ticker']}"],
+        "index_name": ["sp500", "DJIA", "nasdaq"],
+        "manager_id": [str(scenarios["managers"]["manager_id"]), "0", "x", "99999999"],
+    }  # fmt: skip
+    filled = []
+    for name in endpoint_names():
+        for path in load_endpoint_contract(name).paths:
+            import re
+
+            names = re.findall(r"{(\w+)}", path)
+            if not names:
+                filled.append(path)
+                continue
+            for value in fillers.get(names[0], ["x"]):
+                filled.append(path.replace("{" + names[0] + "}", value))
+    return filled
+
+
+@settings(
+    max_examples=300,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(data=st.data())
+def test_random_query_strings_never_500_or_422(
+    client: httpx.Client, paths: list[str], data: st.DataObject
+) -> None:
+    path = data.draw(st.sampled_from(paths))
+    query = data.draw(
+        st.dictionaries(st.sampled_from(_parameter_names()), VALUES, max_size=5), label="query"
+    )
+    response = client.get(path, params=query)
+    assert response.status_code in SPEC_STATUSES, (path, query, response.text)
+    body = response.json()
+    if response.status_code != 200:
+        assert body["status"] == response.status_code
+        assert body["code"] and body["detail"]
