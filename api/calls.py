@@ -12,11 +12,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import duckdb
+from sqlglot import exp
 
 from accounts.store import KeyOwner
 from api.errors import BadRequest
 from api.params import RequestParams
 from api.published import Version
+from api.query import Binder, fetch_dicts
 from api.resolution import Resolution
 from contracts.endpoints import EndpointContract
 from contracts.plans import Plan
@@ -90,3 +92,31 @@ class EndpointAnswer:
     warnings: list[str] = field(default_factory=list)
     cache_control: str = "public, max-age=86400"
     row_count: int | None = None  # rows for the quota when ``rows`` is not a list (resolve)
+
+
+def fetch_page(
+    call: EndpointCall, query: exp.Select, binder: Binder
+) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """The page of an ordered ``query`` (one row more is read to know whether another page
+    follows): its rows, and the next page's first row (None on the last page)."""
+    assert call.page is not None
+    paged = query.limit(binder(call.page.limit + 1)).offset(binder(call.page.offset))
+    rows = fetch_dicts(call.data, paged, binder)
+    following = rows[call.page.limit] if len(rows) > call.page.limit else None
+    return rows[: call.page.limit], following
+
+
+def page_answer(
+    call: EndpointCall, rows: list[dict[str, Any]], following: dict[str, Any] | None
+) -> EndpointAnswer:
+    """The answer of one cursor page: the next one starts right after ``rows``."""
+    assert call.page is not None
+    more = following is not None
+    return EndpointAnswer(
+        rows=rows, has_more=more, next_offset=call.page.offset + len(rows) if more else None
+    )
+
+
+def ordered_page(call: EndpointCall, query: exp.Select, binder: Binder) -> EndpointAnswer:
+    """One cursor page of an ordered ``query``."""
+    return page_answer(call, *fetch_page(call, query, binder))

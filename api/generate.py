@@ -264,7 +264,11 @@ def _resolve(call: EndpointCall, sent: dict[str, str]) -> None:
     tickers = parse_tickers(call.path.get(subject.path_parameter or "", None))
     entity_ids = call.params.get("entity_id") or []
     check_subject_count(subject, call.plan, tickers, entity_ids)
-    on = call.params.get("end") or call.params.get("as_of") or call.params.get("date")
+    # the date the tickers are read on: the end of the window, or the point in time asked for
+    on = next(
+        (call.params.get(n) for n in ("end", "as_of", "date", "quarter") if call.params.get(n)),
+        None,
+    )
     on = min(on, call.today) if on else call.today
     call.subject_date = on
     call.subjects = resolve_subjects(call.data, subject, tickers, entity_ids, on)

@@ -17,6 +17,7 @@ DATE_PATTERN = re.compile(r"\d{4}-\d{2}-\d{2}")
 WHOLE_NUMBER = re.compile(r"[+]?\d+(\.0*)?")
 MAX_LIMIT_VALUE = 999_999_999
 QUARTER_ENDS = {(3, 31), (6, 30), (9, 30), (12, 31)}
+PATH_TICKER = "a ticker in the path"
 
 
 @dataclass
@@ -69,14 +70,18 @@ def validate_path_parameter(parameter: Parameter, raw: str) -> Any:
 
 
 def _unknown_parameter_warnings(contract: EndpointContract, sent: Mapping[str, str]) -> list[str]:
-    known = {p.name for p in contract.all_parameters}
-    variants = parameter_variants()
+    # a path parameter sent in the query is not read there: it gets the warning too
+    known = {p.name for p in contract.all_parameters if not p.in_path}
+    variants = parameter_variants(contract)
+    takes_path_ticker = any("{ticker" in path for path in contract.paths)
     warnings = []
     for name in sent:
         if name in known:
             continue
         suggestion = variants.get(name)
-        if suggestion and (suggestion in known or suggestion == "a ticker in the path"):
+        if suggestion == PATH_TICKER and not takes_path_ticker:
+            suggestion = None
+        if suggestion and (suggestion in known or suggestion == PATH_TICKER):
             hint = suggestion if suggestion.startswith("a ") else f"'{suggestion}'"
             warnings.append(f"Unknown parameter ignored: '{name}'. Did you mean {hint}?")
         else:

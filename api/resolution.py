@@ -3,9 +3,10 @@ rows of "Errors", request rules 8–10).
 
 A ticker names the securities (or, with no listing, the issuer) whose ``ticker_history`` period
 holds the date. A ticker that named nothing on that date but did before (a delisted ticker)
-names what it named last. At security grain a ticker naming two securities is ambiguous; at
-company grain only a ticker naming two companies is, and several share classes of one company
-are served at the company level with a warning.
+names what it named last; one first used after the date names what it named first (a known
+ticker with no rows in the window answers 200 with no rows, not 404). At security grain a
+ticker naming two securities is ambiguous; at company grain only a ticker naming two companies
+is, and several share classes of one company are served at the company level with a warning.
 """
 
 from __future__ import annotations
@@ -49,10 +50,19 @@ class Resolution:
 
 
 def resolve_tickers(
-    cursor: duckdb.DuckDBPyConnection, tickers: list[str], on: dt.date, grain: Grain
+    cursor: duckdb.DuckDBPyConnection,
+    tickers: list[str],
+    on: dt.date,
+    grain: Grain,
+    candidates: Literal["objects", "entity_ids"] = "objects",
+    *,
+    before_first_use: Literal["first", "unmatched"] = "first",
 ) -> Resolution:
-    """Resolve ``tickers`` on ``on`` at ``grain``."""
-    periods = _periods(cursor, tickers, on)
+    """Resolve ``tickers`` on ``on`` at ``grain``; ambiguity candidates as objects (the
+    securities named) or as the companies' entity ids. A ticker first used after ``on`` names
+    what it named first (data endpoints: an empty window), or nothing (resolve: what the ticker
+    named on that day)."""
+    periods = _periods(cursor, tickers, on, before_first_use == "first")
     resolution = Resolution()
     for ticker in tickers:
         rows = periods.get(ticker, [])
@@ -72,7 +82,9 @@ def resolve_tickers(
             continue
         issuers = sorted({r["issuer_entity_id"] for r in securities})
         if len(issuers) > 1:
-            resolution.ambiguous[ticker] = issuers
+            resolution.ambiguous[ticker] = (
+                [candidate(r) for r in securities] if candidates == "objects" else issuers
+            )
             continue
         resolution.resolved[ticker] = issuers
         resolution.securities[ticker] = sorted({r["entity_id"] for r in securities})
@@ -114,9 +126,10 @@ def known_entities(cursor: duckdb.DuckDBPyConnection, entity_ids: list[int]) -> 
 
 
 def _periods(
-    cursor: duckdb.DuckDBPyConnection, tickers: list[str], on: dt.date
+    cursor: duckdb.DuckDBPyConnection, tickers: list[str], on: dt.date, first_if_later: bool
 ) -> dict[str, list[dict[str, Any]]]:
-    """Per ticker, the periods holding ``on``; else those that ended last before it."""
+    """Per ticker, the periods holding ``on``; else those that ended last before it; else
+    those that began first after it."""
     binder = Binder()
     query = (
         exp.select(
@@ -136,7 +149,6 @@ def _periods(
         .join("entities AS e", on="e.entity_id = h.entity_id")
         .join("entities AS i", on="i.entity_id = h.issuer_entity_id")
         .where(column("ticker", "h").isin(*binder.each(tickers)))
-        .where(exp.LTE(this=column("valid_from", "h"), expression=binder(on)))
         .order_by("h.ticker", "h.entity_id")
     )
     by_ticker: dict[str, list[dict[str, Any]]] = {}
@@ -144,12 +156,16 @@ def _periods(
         by_ticker.setdefault(row["ticker"], []).append(row)
     chosen = {}
     for ticker, rows in by_ticker.items():
-        current = [r for r in rows if r["valid_to"] is None or r["valid_to"] >= on]
+        started = [r for r in rows if r["valid_from"] <= on]
+        current = [r for r in started if r["valid_to"] is None or r["valid_to"] >= on]
         if current:
             chosen[ticker] = current
-        else:
-            last_end = max(r["valid_to"] for r in rows)
-            chosen[ticker] = [r for r in rows if r["valid_to"] == last_end]
+        elif started:
+            last_end = max(r["valid_to"] for r in started)
+            chosen[ticker] = [r for r in started if r["valid_to"] == last_end]
+        elif first_if_later:
+            first_start = min(r["valid_from"] for r in rows)
+            chosen[ticker] = [r for r in rows if r["valid_from"] == first_start]
     return chosen
 
 

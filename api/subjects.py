@@ -38,11 +38,17 @@ def check_subject_count(
     allowed = getattr(plan, subject.limit) if plan else 1
     if count <= allowed:
         return
-    if plan is None or plan.code == "free":
+    paid_allowance = 100 if subject.limit == "tickers_per_request" else 10
+    if plan is None:
+        raise BadRequest(
+            f"Requests without an API key allow 1 {what}. Send a key: the Pro plan allows up to "
+            f"{paid_allowance} per request."
+        )
+    if plan.code == "free":
         noun = "tickers" if tickers else "entity_id values"
         raise BadRequest(
             f"Free tier allows 1 {what} per request. Upgrade to Pro for up to "
-            f"{100 if subject.limit == 'tickers_per_request' else 10} {noun} per request."
+            f"{paid_allowance} {noun} per request."
         )
     noun = "tickers" if tickers else "entity_id values"
     raise BadRequest(f"Maximum {allowed} {noun} per request")
@@ -57,7 +63,7 @@ def resolve_subjects(
 ) -> Resolution:
     """Resolve the request's subjects; raise 404 or 409 when none can be served."""
     if tickers:
-        resolution = resolve_tickers(data, tickers, on, subject.grain)
+        resolution = resolve_tickers(data, tickers, on, subject.grain, subject.candidates)
     else:
         resolution = _resolve_entity_ids(data, entity_ids, subject.grain)
     _refuse_when_nothing_resolved(resolution, on)

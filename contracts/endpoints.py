@@ -101,6 +101,11 @@ class Subject(_Strict):
         "several share classes of one company are served at the company level."
     )
     limit: Literal["tickers_per_request", "resolve_tickers_per_request"] = "tickers_per_request"
+    candidates: Literal["objects", "entity_ids"] = Field(
+        default="objects",
+        description="409 candidates: objects (prices, fundamentals, metrics, resolve) or "
+        "entity_id integers (insiders, holdings).",
+    )
 
 
 class EndpointContract(_Strict):
@@ -123,6 +128,11 @@ class EndpointContract(_Strict):
     order: list[OrderTerm]
     order_description: str = Field(description="The spec's words for the row order.")
     paging: Paging
+    variants: dict[str, str] = Field(
+        default_factory=dict,
+        description="Variants of this endpoint's parameter names and their suggestion, over "
+        "the common ones of parameters.yaml.",
+    )
     counts_per: Literal["subject", "request"] = Field(
         default="subject", description="Quota: one request per ticker/entity_id, or one."
     )
@@ -174,9 +184,9 @@ def load_common_parameters() -> dict[str, Parameter]:
     return {p.name: p for p in _common().parameters}
 
 
-def parameter_variants() -> dict[str, str]:
-    """Common variants of parameter names and what to suggest instead."""
-    return _common().variants
+def parameter_variants(contract: EndpointContract | None = None) -> dict[str, str]:
+    """Variants of parameter names and what to suggest instead (an endpoint's own first)."""
+    return {**_common().variants, **(contract.variants if contract else {})}
 
 
 @cache

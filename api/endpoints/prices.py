@@ -6,8 +6,8 @@ from __future__ import annotations
 import sqlglot
 from sqlglot import exp
 
-from api.calls import EndpointAnswer, EndpointCall
-from api.query import Binder, column, fetch_dicts, order_by
+from api.calls import EndpointAnswer, EndpointCall, ordered_page
+from api.query import Binder, column, order_by
 
 #: the product of the split ratios after each row's date: prices divide by it, volume multiplies
 SPLIT_FACTOR = sqlglot.parse_one(
@@ -71,16 +71,8 @@ def handle(call: EndpointCall) -> EndpointAnswer:
         exp.select(*fields)
         .from_(exp.alias_(rows_from.subquery(), "answer"))
         .order_by(*order_by(call.contract.order))
-        .limit(binder(call.page.limit + 1))
-        .offset(binder(call.page.offset))
     )
-    rows = fetch_dicts(call.data, query, binder)
-    has_more = len(rows) > call.page.limit
-    return EndpointAnswer(
-        rows=rows[: call.page.limit],
-        has_more=has_more,
-        next_offset=call.page.offset + call.page.limit if has_more else None,
-    )
+    return ordered_page(call, query, binder)
 
 
 def _restated_in_todays_shares(base: exp.Select) -> exp.Select:

@@ -84,7 +84,11 @@ def build_index(
             leaving += [k for k in in_members[:count] if k not in leaving]
         for k in leaving:
             intervals.append(Membership(code, by_id[k], members.pop(k), day))
-        outside = sorted((k for k in values if k not in members), key=lambda k: (-values[k], k))
+        # a member removed today is not its own replacement (no remove-and-re-add pairs)
+        outside = sorted(
+            (k for k in values if k not in members and k not in leaving),
+            key=lambda k: (-values[k], k),
+        )
         for k in outside[: max(size - len(members), 0)]:
             members[k] = day
     for k, added in members.items():

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import duckdb
 import httpx
 import pytest
 import uvicorn
@@ -127,3 +128,35 @@ def api_postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningAp
 def any_api(request: pytest.FixtureRequest) -> RunningApi:
     """The same tests on both control planes."""
     return request.getfixturevalue("api" if request.param == "sqlite" else "api_postgres")
+
+
+# Keys for the endpoint tests. Module-scoped, as each test file had them: every file keeps
+# accounts of its own, so one file's usage never counts against another's (Free allows only 40
+# requests an hour and 100 a day per account, contracts/plans.yaml).
+
+
+@pytest.fixture(scope="module")
+def pro_key(api: RunningApi) -> str:
+    """A key of a fresh Pro account (one per test module)."""
+    return api.new_key("pro").key
+
+
+@pytest.fixture(scope="module")
+def free_key(api: RunningApi) -> str:
+    """A key of a fresh Free account (one per test module)."""
+    return api.new_key("free").key
+
+
+@pytest.fixture(scope="module")
+def redistribution_key(api: RunningApi) -> str:
+    """A key with room for many pages (Redistribution: 200 pages per query; one per module)."""
+    return api.new_key("redistribution").key
+
+
+@pytest.fixture(scope="module")
+def published_db(published_home: Path) -> Iterator[duckdb.DuckDBPyConnection]:
+    """The published version the API serves, read-only (the endpoint tests' oracle)."""
+    (path,) = (published_home / "published").glob("*.duckdb")
+    connection = duckdb.connect(str(path), read_only=True)
+    yield connection
+    connection.close()

@@ -4,61 +4,18 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
 
-import httpx
 import orjson
 import pytest
 
 from api.paging import CursorState, request_fingerprint
+from tests.api.endpoints.api_calls import assert_bad_request, free_floor, get, walk_cursor_rows
 from tests.api.server import RunningApi
 
 
-@pytest.fixture(scope="module")
-def pro(api: RunningApi) -> str:
-    return api.new_key("pro").key
-
-
-@pytest.fixture(scope="module")
-def free(api: RunningApi) -> str:
-    return api.new_key("free").key
-
-
-def _get(api: RunningApi, key: str, path: str, **params: Any) -> httpx.Response:
-    with api.client() as client:
-        return client.get(path, params=params, headers={"X-API-Key": key})
-
-
-def _bad(response: httpx.Response, detail: str) -> None:
-    assert response.status_code == 400, response.text
-    assert response.json() == {
-        "error": "bad_request",
-        "code": "bad_request",
-        "status": 400,
-        "detail": detail,
-    }
-
-
-def _walk(api: RunningApi, key: str, path: str, **params: Any) -> list[dict[str, Any]]:
-    """Every row of a query, page by page."""
-    rows: list[dict[str, Any]] = []
-    cursor = None
-    for _ in range(1000):
-        page = _get(api, key, path, **params, **({"cursor": cursor} if cursor else {}))
-        assert page.status_code == 200, page.text
-        body = page.json()
-        rows += body["data"]
-        assert body["meta"]["count"] == len(body["data"])
-        cursor = body["meta"]["next_cursor"]
-        assert body["meta"]["has_more"] is (cursor is not None)
-        if cursor is None:
-            return rows
-    raise AssertionError("paging did not end")
-
-
-def test_envelope_meta_and_headers(api: RunningApi, pro: str, scenarios: dict) -> None:
+def test_envelope_meta_and_headers(api: RunningApi, pro_key: str, scenarios: dict) -> None:
     plain = scenarios["plain"]
-    response = _get(api, pro, f"/v1/prices/{plain['ticker']}", start="2026-01-01", limit=5)
+    response = get(api, pro_key, f"/v1/prices/{plain['ticker']}", start="2026-01-01", limit=5)
     assert response.status_code == 200
     assert response.headers["Cache-Control"] == "public, max-age=86400"
     assert "X-Data-Floor" not in response.headers
@@ -84,66 +41,72 @@ def test_envelope_meta_and_headers(api: RunningApi, pro: str, scenarios: dict) -
 
 
 def test_whole_result_walked_in_small_pages_is_sorted_without_skips(
-    api: RunningApi, pro: str, scenarios: dict
+    api: RunningApi, pro_key: str, scenarios: dict
 ) -> None:
     tickers = f"{scenarios['plain']['ticker']},{scenarios['share_classes']['class_tickers'][1]}"
     params = {"start": "2026-06-01", "end": "2026-08-31"}
-    walked = _walk(api, pro, f"/v1/prices/{tickers}", limit=7, **params)
-    whole = _get(api, pro, f"/v1/prices/{tickers}", limit=5000, **params).json()["data"]
+    walked = walk_cursor_rows(api, pro_key, f"/v1/prices/{tickers}", limit=7, **params)
+    whole = get(api, pro_key, f"/v1/prices/{tickers}", limit=5000, **params).json()["data"]
     keys = [(row["entity_id"], row["date"]) for row in walked]
     assert walked == whole
     assert keys == sorted(keys) and len(set(keys)) == len(keys)
     assert len({row["entity_id"] for row in walked}) == 2
 
 
-def test_limit_rules(api: RunningApi, pro: str, scenarios: dict) -> None:
+def test_limit_rules(api: RunningApi, pro_key: str, scenarios: dict) -> None:
     path = f"/v1/prices/{scenarios['plain']['ticker']}"
-    assert _get(api, pro, path, limit="50.0").json()["meta"]["limit"] == 50
-    assert _get(api, pro, path, limit="999999").json()["meta"]["limit"] == 5000
-    assert _get(api, pro, path, limit="").json()["meta"]["limit"] == 1000
+    assert get(api, pro_key, path, limit="50.0").json()["meta"]["limit"] == 50
+    assert get(api, pro_key, path, limit="999999").json()["meta"]["limit"] == 5000
+    assert get(api, pro_key, path, limit="").json()["meta"]["limit"] == 1000
     for bad in ("0", "-1", "abc", "5e1", "50.5", "1000000000"):
-        _bad(_get(api, pro, path, limit=bad), "limit must be a positive integer")
+        assert_bad_request(get(api, pro_key, path, limit=bad), "limit must be a positive integer")
 
 
-def test_date_and_value_texts(api: RunningApi, pro: str, scenarios: dict) -> None:
+def test_date_and_value_texts(api: RunningApi, pro_key: str, scenarios: dict) -> None:
     path = f"/v1/prices/{scenarios['plain']['ticker']}"
-    _bad(_get(api, pro, path, start="2026-1-01"), "Invalid start date format (YYYY-MM-DD)")
-    _bad(_get(api, pro, path, start="2026-02-30"), "Invalid start date format (YYYY-MM-DD)")
-    _bad(
-        _get(api, pro, path, end="2026-13-01"),
+    assert_bad_request(
+        get(api, pro_key, path, start="2026-1-01"), "Invalid start date format (YYYY-MM-DD)"
+    )
+    assert_bad_request(
+        get(api, pro_key, path, start="2026-02-30"), "Invalid start date format (YYYY-MM-DD)"
+    )
+    assert_bad_request(
+        get(api, pro_key, path, end="2026-13-01"),
         "Invalid end date: '2026-13-01' (expected a date from 0001-01-01 to 9999-12-31 on this "
         "endpoint)",
     )
-    _bad(
-        _get(api, pro, path, start="2026-03-10", end="2026-03-09"),
+    assert_bad_request(
+        get(api, pro_key, path, start="2026-03-10", end="2026-03-09"),
         "end (2026-03-09) is before start (2026-03-10)",
     )
-    _bad(
-        _get(api, pro, path, interval="2d"),
+    assert_bad_request(
+        get(api, pro_key, path, interval="2d"),
         "Invalid interval: '2d'. Valid: 1d, 3d, 1w, 1mo, 3mo, 6mo, 1y",
     )
-    _bad(_get(api, pro, path, adjust="dividends"), "adjust must be 'split' or 'none'")
+    assert_bad_request(
+        get(api, pro_key, path, adjust="dividends"), "adjust must be 'split' or 'none'"
+    )
     for bad in ("0", "abc", "1.5", "-3"):
-        _bad(
-            _get(api, pro, "/v1/prices", entity_id=bad),
+        assert_bad_request(
+            get(api, pro_key, "/v1/prices", entity_id=bad),
             f"Invalid entity_id: '{bad}'. Must be a positive integer.",
         )
-    _bad(
-        _get(api, pro, path, entity_id=scenarios["plain"]["entity_id"]),
+    assert_bad_request(
+        get(api, pro_key, path, entity_id=scenarios["plain"]["entity_id"]),
         "Provide either a ticker in the path or an entity_id parameter, not both.",
     )
 
 
-def test_fields(api: RunningApi, pro: str, scenarios: dict) -> None:
+def test_fields(api: RunningApi, pro_key: str, scenarios: dict) -> None:
     path = f"/v1/prices/{scenarios['plain']['ticker']}"
-    only_close = _get(api, pro, path, fields="close", limit=1).json()
+    only_close = get(api, pro_key, path, fields="close", limit=1).json()
     assert list(only_close["data"][0]) == [
         "entity_id", "ticker", "entity_name", "gics_sector", "date", "price_basis", "close",
     ]  # fmt: skip
-    mixed = _get(api, pro, path, fields="close,bogus", limit=1).json()
+    mixed = get(api, pro_key, path, fields="close,bogus", limit=1).json()
     assert mixed["warnings"] == ["Unknown field ignored: 'bogus'"]
-    _bad(
-        _get(api, pro, path, fields="bogus"),
+    assert_bad_request(
+        get(api, pro_key, path, fields="bogus"),
         "No valid fields in request. Unknown field ignored: 'bogus'. Available fields: open, "
         "high, low, close, adj_close, volume, shares_outstanding, return_daily, exchange_code, "
         "split_ratio, dividend, market_cap",
@@ -151,11 +114,15 @@ def test_fields(api: RunningApi, pro: str, scenarios: dict) -> None:
 
 
 def test_unknown_parameters_are_named_with_suggestions(
-    api: RunningApi, pro: str, scenarios: dict
+    api: RunningApi, pro_key: str, scenarios: dict
 ) -> None:
     path = f"/v1/prices/{scenarios['plain']['ticker']}"
-    body = _get(
-        api, pro, path, limit=1, **{"from": "2026-01-01", "symbol": "X", "page_size": 5, "zz": 1}
+    body = get(
+        api,
+        pro_key,
+        path,
+        limit=1,
+        **{"from": "2026-01-01", "symbol": "X", "page_size": 5, "zz": 1},
     ).json()
     assert body["warnings"] == [
         "Unknown parameter ignored: 'from'. Did you mean 'start'?",
@@ -165,30 +132,27 @@ def test_unknown_parameters_are_named_with_suggestions(
     ]
 
 
-def test_ticker_counts_per_plan(api: RunningApi, pro: str, free: str, scenarios: dict) -> None:
+def test_ticker_counts_per_plan(
+    api: RunningApi, pro_key: str, free_key: str, scenarios: dict
+) -> None:
     two = f"{scenarios['plain']['ticker']},{scenarios['delisted']['ticker']}"
-    _bad(
-        _get(api, free, f"/v1/prices/{two}"),
+    assert_bad_request(
+        get(api, free_key, f"/v1/prices/{two}"),
         "Free tier allows 1 ticker per request. Upgrade to Pro for up to 100 tickers per request.",
     )
-    _bad(
-        _get(api, free, "/v1/prices", entity_id="2000001,2000002"),
+    assert_bad_request(
+        get(api, free_key, "/v1/prices", entity_id="2000001,2000002"),
         "Free tier allows 1 entity_id per request. Upgrade to Pro for up to 100 entity_id values "
         "per request.",
     )
     many = ",".join(f"T{i}" for i in range(101))
-    _bad(_get(api, pro, f"/v1/prices/{many}"), "Maximum 100 tickers per request")
+    assert_bad_request(get(api, pro_key, f"/v1/prices/{many}"), "Maximum 100 tickers per request")
 
 
-def test_free_history_floor(api: RunningApi, free: str, scenarios: dict) -> None:
-    today = api.clock.now().date()
-    floor = (
-        today.replace(year=today.year - 1)
-        if not (today.month == 2 and today.day == 29)
-        else today.replace(year=today.year - 1, day=28)
-    )
+def test_free_history_floor(api: RunningApi, free_key: str, scenarios: dict) -> None:
+    floor = free_floor(api.clock.now().date())
     path = f"/v1/prices/{scenarios['plain']['ticker']}"
-    response = _get(api, free, path, start=(floor - dt.timedelta(days=30)).isoformat(), limit=3)
+    response = get(api, free_key, path, start=(floor - dt.timedelta(days=30)).isoformat(), limit=3)
     assert response.headers["X-Data-Floor"] == floor.isoformat()
     body = response.json()
     assert min(row["date"] for row in body["data"]) >= floor.isoformat()
@@ -196,14 +160,14 @@ def test_free_history_floor(api: RunningApi, free: str, scenarios: dict) -> None
         f"Free plan history starts at {floor.isoformat()} (one year before today, UTC); rows "
         "before it are not returned. Upgrade to Pro for full history."
     ]
-    before = _get(api, free, path, start="2022-01-01", end="2022-12-31").json()
+    before = get(api, free_key, path, start="2022-01-01", end="2022-12-31").json()
     assert before["data"] == []
     assert "the requested window ends before it, so there are no rows" in before["warnings"][0]
 
 
-def test_ambiguous_ticker(api: RunningApi, pro: str, scenarios: dict) -> None:
+def test_ambiguous_ticker(api: RunningApi, pro_key: str, scenarios: dict) -> None:
     ambiguous = scenarios["ambiguous"]
-    response = _get(api, pro, f"/v1/prices/{ambiguous['ticker']}", end=ambiguous["date"])
+    response = get(api, pro_key, f"/v1/prices/{ambiguous['ticker']}", end=ambiguous["date"])
     assert response.status_code == 409
     body = response.json()
     assert body["code"] == body["error"] == "ambiguous_ticker"
@@ -213,8 +177,8 @@ def test_ambiguous_ticker(api: RunningApi, pro: str, scenarios: dict) -> None:
     assert set(candidates[0]) == {
         "entity_id", "name", "exchange", "share_class", "last_bar_date", "valid_from", "valid_to",
     }  # fmt: skip
-    mixed = _get(
-        api, pro, f"/v1/prices/{ambiguous['ticker']},{scenarios['plain']['ticker']}",
+    mixed = get(
+        api, pro_key, f"/v1/prices/{ambiguous['ticker']},{scenarios['plain']['ticker']}",
         end=ambiguous["date"], limit=1,
     )  # fmt: skip
     assert mixed.status_code == 200
@@ -222,49 +186,53 @@ def test_ambiguous_ticker(api: RunningApi, pro: str, scenarios: dict) -> None:
     assert any(ambiguous["ticker"] in warning for warning in mixed.json()["warnings"])
 
 
-def test_absent_and_unlisted(api: RunningApi, pro: str, scenarios: dict) -> None:
-    missing = _get(api, pro, "/v1/prices/ZZZZQ")
+def test_absent_and_unlisted(api: RunningApi, pro_key: str, scenarios: dict) -> None:
+    missing = get(api, pro_key, "/v1/prices/ZZZZQ")
     assert missing.status_code == 404
     assert missing.json()["detail"] == "No matching entities for: ZZZZQ"
     unlisted = scenarios["issuer_without_listing"]
-    response = _get(api, pro, f"/v1/prices/{unlisted['ticker']}", end=unlisted["date"])
+    response = get(api, pro_key, f"/v1/prices/{unlisted['ticker']}", end=unlisted["date"])
     assert response.status_code == 404
     assert response.json()["detail"] == (
         f"No listed security on {unlisted['date']} for: {unlisted['ticker']}"
     )
-    by_issuer_id = _get(api, pro, "/v1/prices", entity_id=unlisted["issuer_entity_id"])
+    by_issuer_id = get(api, pro_key, "/v1/prices", entity_id=unlisted["issuer_entity_id"])
     assert by_issuer_id.status_code == 404
     assert by_issuer_id.json()["detail"].startswith("No listed security on ")
 
 
-def test_reused_renamed_and_delisted_tickers(api: RunningApi, pro: str, scenarios: dict) -> None:
+def test_reused_renamed_and_delisted_tickers(
+    api: RunningApi, pro_key: str, scenarios: dict
+) -> None:
     for period in scenarios["reused"]["periods"]:
         end = period["valid_to"] or scenarios["as_of"]
-        body = _get(
-            api, pro, f"/v1/prices/{scenarios['reused']['ticker']}", end=end, limit=1
+        body = get(
+            api, pro_key, f"/v1/prices/{scenarios['reused']['ticker']}", end=end, limit=1
         ).json()
         assert body["meta"]["tickers_resolved"] == {
             scenarios["reused"]["ticker"]: period["entity_id"]
         }
     renamed = scenarios["renamed"]
     change = dt.date.fromisoformat(renamed["change_date"])
-    old = _get(
+    old = get(
         api,
-        pro,
+        pro_key,
         f"/v1/prices/{renamed['old_ticker']}",
         end=(change - dt.timedelta(days=1)).isoformat(),
         limit=1,
     )
-    new = _get(api, pro, f"/v1/prices/{renamed['new_ticker']}", limit=1)
+    new = get(api, pro_key, f"/v1/prices/{renamed['new_ticker']}", limit=1)
     assert old.json()["meta"]["tickers_resolved"] == {renamed["old_ticker"]: renamed["entity_id"]}
     assert new.json()["meta"]["tickers_resolved"] == {renamed["new_ticker"]: renamed["entity_id"]}
     delisted = scenarios["delisted"]
-    rows = _walk(api, pro, f"/v1/prices/{delisted['ticker']}", start="2025-01-01", limit=5000)
+    rows = walk_cursor_rows(
+        api, pro_key, f"/v1/prices/{delisted['ticker']}", start="2025-01-01", limit=5000
+    )
     assert rows and rows[-1]["date"] == delisted["last_date"]
     assert {row["entity_id"] for row in rows} == {delisted["entity_id"]}
 
 
-def test_split_adjustment_and_dividend(api: RunningApi, pro: str, scenarios: dict) -> None:
+def test_split_adjustment_and_dividend(api: RunningApi, pro_key: str, scenarios: dict) -> None:
     split = scenarios["split"]
     day = dt.date.fromisoformat(split["date"])
     window = {
@@ -272,8 +240,8 @@ def test_split_adjustment_and_dividend(api: RunningApi, pro: str, scenarios: dic
         "end": (day + dt.timedelta(days=7)).isoformat(),
     }
     path = f"/v1/prices/{split['ticker']}"
-    raw = _get(api, pro, path, **window, adjust="none").json()["data"]
-    adjusted = _get(api, pro, path, **window, adjust="split").json()["data"]
+    raw = get(api, pro_key, path, **window, adjust="none").json()["data"]
+    adjusted = get(api, pro_key, path, **window, adjust="split").json()["data"]
     assert [r["date"] for r in raw] == [r["date"] for r in adjusted]
     for before, restated in zip(raw, adjusted, strict=True):
         factor = split["ratio"] if before["date"] < split["date"] else 1.0
@@ -284,19 +252,23 @@ def test_split_adjustment_and_dividend(api: RunningApi, pro: str, scenarios: dic
     on_split = next(r for r in raw if r["date"] == split["date"])
     assert on_split["split_ratio"] == split["ratio"]
     dividend = scenarios["dividend"]
-    rows = _get(
-        api, pro, f"/v1/prices/{dividend['ticker']}", start=dividend["date"], end=dividend["date"]
+    rows = get(
+        api,
+        pro_key,
+        f"/v1/prices/{dividend['ticker']}",
+        start=dividend["date"],
+        end=dividend["date"],
     ).json()["data"]
     assert rows[0]["dividend"] == pytest.approx(dividend["amount"])
 
 
 def test_monthly_interval_aggregates_the_daily_rows(
-    api: RunningApi, pro: str, scenarios: dict
+    api: RunningApi, pro_key: str, scenarios: dict
 ) -> None:
     path = f"/v1/prices/{scenarios['plain']['ticker']}"
     window = {"start": "2026-04-01", "end": "2026-06-30"}
-    daily = _get(api, pro, path, **window).json()["data"]
-    monthly = _get(api, pro, path, **window, interval="1mo").json()["data"]
+    daily = get(api, pro_key, path, **window).json()["data"]
+    monthly = get(api, pro_key, path, **window, interval="1mo").json()["data"]
     assert len(monthly) == 3
     for month in monthly:
         days = [r for r in daily if r["date"][:7] == month["date"][:7]]
@@ -305,31 +277,33 @@ def test_monthly_interval_aggregates_the_daily_rows(
         assert month["high"] == max(r["high"] for r in days)
         assert month["low"] == min(r["low"] for r in days)
         assert month["volume"] == sum(r["volume"] for r in days)
-    three_day = _get(api, pro, path, **window, interval="3d").json()["data"]
+    three_day = get(api, pro_key, path, **window, interval="3d").json()["data"]
     assert len(three_day) == -(-len(daily) // 3)
 
 
-def test_cursor_rules(api: RunningApi, pro: str, scenarios: dict) -> None:
+def test_cursor_rules(api: RunningApi, pro_key: str, scenarios: dict) -> None:
     path = f"/v1/prices/{scenarios['plain']['ticker']}"
-    first = _get(api, pro, path, start="2026-01-01", limit=2).json()
+    first = get(api, pro_key, path, start="2026-01-01", limit=2).json()
     cursor = first["meta"]["next_cursor"]
     # limit may change; nothing else may
-    assert _get(api, pro, path, start="2026-01-01", limit=3, cursor=cursor).status_code == 200
-    other = _get(api, pro, path, start="2026-01-02", limit=2, cursor=cursor)
+    assert get(api, pro_key, path, start="2026-01-01", limit=3, cursor=cursor).status_code == 200
+    other = get(api, pro_key, path, start="2026-01-02", limit=2, cursor=cursor)
     assert other.status_code == 400
     assert other.json()["detail"].startswith("Invalid cursor")
     assert "different request" in other.json()["detail"]
     altered = cursor[:-2] + ("AA" if not cursor.endswith("AA") else "BB")
     for bad in (altered, "not-a-cursor", "abc.def"):
-        response = _get(api, pro, path, start="2026-01-01", cursor=bad)
+        response = get(api, pro_key, path, start="2026-01-01", cursor=bad)
         assert response.status_code == 400 and response.json()["detail"].startswith(
             "Invalid cursor"
         )
     # an empty cursor asks for the first page
-    assert _get(api, pro, path, start="2026-01-01", limit=2, cursor="").json() == first
+    assert get(api, pro_key, path, start="2026-01-01", limit=2, cursor="").json() == first
 
 
-def test_a_cursor_of_an_earlier_paging_scheme(api: RunningApi, pro: str, scenarios: dict) -> None:
+def test_a_cursor_of_an_earlier_paging_scheme(
+    api: RunningApi, pro_key: str, scenarios: dict
+) -> None:
     path = f"/v1/prices/{scenarios['plain']['ticker']}"
     codec = api.app.state.cursors
     payload = orjson.dumps(
@@ -342,7 +316,7 @@ def test_a_cursor_of_an_earlier_paging_scheme(api: RunningApi, pro: str, scenari
         + "."
         + base64.urlsafe_b64encode(codec._mac(payload)).rstrip(b"=").decode()
     )
-    response = _get(api, pro, path, start="2026-01-01", cursor=old)
+    response = get(api, pro_key, path, start="2026-01-01", cursor=old)
     assert response.status_code == 400
     assert response.json()["detail"] == (
         "Invalid cursor: it comes from an earlier paging scheme. Start again from the first page."
@@ -350,16 +324,26 @@ def test_a_cursor_of_an_earlier_paging_scheme(api: RunningApi, pro: str, scenari
     assert CursorState  # the state type a current cursor carries
 
 
-def test_free_page_limit(api: RunningApi, free: str, scenarios: dict) -> None:
+def test_free_page_limit(api: RunningApi, free_key: str, scenarios: dict) -> None:
     path = f"/v1/prices/{scenarios['plain']['ticker']}"
     cursor = None
     for _ in range(10):  # the first page counts: 10 pages on Free
-        response = _get(api, free, path, limit=1, **({"cursor": cursor} if cursor else {}))
+        response = get(api, free_key, path, limit=1, **({"cursor": cursor} if cursor else {}))
         assert response.status_code == 200
         cursor = response.json()["meta"]["next_cursor"]
-    refused = _get(api, free, path, limit=1, cursor=cursor)
+    refused = get(api, free_key, path, limit=1, cursor=cursor)
     assert refused.status_code == 400
     body = refused.json()
     assert body["code"] == "pagination_limit_reached"
     assert body["error"] == "Pagination limit reached"
     assert body["message"] == body["detail"]
+
+
+def test_a_known_ticker_with_no_rows_in_the_window(
+    api: RunningApi, pro_key: str, scenarios: dict
+) -> None:
+    plain = scenarios["plain"]
+    body = get(api, pro_key, f"/v1/prices/{plain['ticker']}", start="1999-01-01", end="1999-12-31")
+    assert body.status_code == 200
+    assert body.json()["data"] == []
+    assert body.json()["meta"]["tickers_resolved"] == {plain["ticker"]: plain["entity_id"]}

@@ -1,0 +1,141 @@
+"""``/v1/index/{index_name}``: the roster of an index, current or as of a date.
+
+Also the helpers the events endpoint (``api/endpoints/index_events.py``) shares: reading the index
+code from the path against the codes the published version holds, the index ``meta`` keys and
+one offset page of a query with its total.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import sqlglot
+from sqlglot import exp
+
+from api.calls import EndpointAnswer, EndpointCall
+from api.errors import BadRequest
+from api.query import Binder, column, fetch_all, fetch_dicts, order_by
+
+#: the dataset whose version date bounds what the roster can know (its last trading date)
+COVERAGE_DATASET = "prices"
+
+#: each security's latest own ticker (the date bound is added per request): a membership's
+#: stored ticker is the one it had when added, and a roster is labelled on its own date
+LATEST_OWN_TICKER = sqlglot.parse_one(
+    "SELECT entity_id, ticker FROM ticker_history WHERE ticker_kind = 'own' "
+    "QUALIFY ROW_NUMBER() OVER (PARTITION BY entity_id ORDER BY valid_from DESC, ticker) = 1",
+    dialect="duckdb",
+)
+
+
+def handle(call: EndpointCall) -> EndpointAnswer:
+    """One page of the roster of the path's index, as of ``as_of`` or current."""
+    code = index_code(call)
+    as_of: dt.date | None = call.params.get("as_of")
+    binder = Binder()
+
+    labels = LATEST_OWN_TICKER.copy().where(
+        exp.LTE(this=column("valid_from"), expression=binder(as_of or call.today))
+    )
+    members = (
+        exp.select(
+            column("entity_id", "m"),
+            exp.alias_(
+                exp.func("COALESCE", column("ticker", "l"), column("ticker", "m")), "ticker"
+            ),
+            column("entity_name", "m"),
+            column("added_date", "m"),
+            column("removed_date", "m"),
+            column("member_grain", "m"),
+            column("membership_id", "m"),
+        )
+        .from_(exp.alias_(exp.to_table("index_membership"), "m"))
+        .join(
+            exp.alias_(labels.subquery(), "l"),
+            on=exp.EQ(this=column("entity_id", "l"), expression=column("entity_id", "m")),
+            join_type="left",
+        )
+        .where(exp.EQ(this=column("index_code", "m"), expression=binder(code)))
+    )
+    removed = column("removed_date", "m")
+    if as_of is None:
+        # the current roster: every interval still open (added_date known or not)
+        members = members.where(exp.Is(this=removed, expression=exp.Null()))
+    else:
+        # added_date inclusive, removed_date exclusive (the first day out); an unknown
+        # added_date never satisfies the first test, so such intervals are in no as_of roster
+        day = binder(as_of)
+        members = members.where(exp.LTE(this=column("added_date", "m"), expression=day)).where(
+            exp.or_(
+                exp.Is(this=removed, expression=exp.Null()),
+                exp.GT(this=removed, expression=day.copy()),
+            )
+        )
+
+    answer = offset_page(call, members, binder)
+    answer.meta = {"index": code.upper(), **({"as_of": as_of.isoformat()} if as_of else {})}
+    answer.meta.update(index_meta(call, code))
+    return answer
+
+
+def available_indexes(call: EndpointCall) -> list[str]:
+    """The index codes of the published version (lower case, sorted)."""
+    query = exp.select(column("index_code")).distinct().from_("index_membership")
+    return sorted(code for (code,) in fetch_all(call.data, query, Binder()))
+
+
+def index_code(call: EndpointCall) -> str:
+    """The path's index code, lower case; 400 listing the available codes when it is unknown.
+
+    Any letter case is accepted, so ``meta.index`` (upper case) can be sent back as it is."""
+    sent = call.path["index_name"]
+    available = available_indexes(call)
+    if sent.lower() not in available:
+        raise BadRequest(f"Unknown index: {sent}. Available: {', '.join(available)}")
+    return sent.lower()
+
+
+def index_meta(call: EndpointCall, code: str) -> dict[str, Any]:
+    """``entity_id_grain`` (what the members' entity_id identifies) and ``coverage_end``."""
+    binder = Binder()
+    query = (
+        exp.select(column("member_grain"))
+        .distinct()
+        .from_("index_membership")
+        .where(exp.EQ(this=column("index_code"), expression=binder(code)))
+    )
+    grains = sorted(grain for (grain,) in fetch_all(call.data, query, binder))
+    through = call.version.data_through
+    return {
+        # one grain in practice (`security`); a mix would be named as such, never hidden
+        "entity_id_grain": grains[0] if len(grains) == 1 else ("mixed" if grains else None),
+        "coverage_end": through.get(COVERAGE_DATASET) or through.get(call.contract.dataset or ""),
+    }
+
+
+def offset_page(call: EndpointCall, rows_from: exp.Select, binder: Binder) -> EndpointAnswer:
+    """One offset page of ``rows_from`` in the contract's order, with the total of its rows.
+
+    ``rows_from`` must select every identity and hidden field of the contract."""
+    assert call.page is not None
+    fields = call.contract.fields.identity
+    source = exp.alias_(rows_from.subquery(), "answer")
+    (total,) = fetch_all(
+        call.data, exp.select(exp.func("COUNT", exp.Star())).from_(source), binder
+    )[0]
+    query = (
+        exp.select(*fields)
+        .from_(source.copy())
+        .order_by(*order_by(call.contract.order))
+        .limit(binder(call.page.limit))
+        .offset(binder(call.page.offset))
+    )
+    rows = fetch_dicts(call.data, query, binder)
+    has_more = call.page.offset + len(rows) < total
+    return EndpointAnswer(
+        rows=rows,
+        has_more=has_more,
+        next_offset=call.page.offset + len(rows) if has_more else None,
+        total=total,
+    )

@@ -1,0 +1,199 @@
+"""``/v1/metrics``: each period's ratios as known on the answer date (``as_of``, else today), for
+a company or for one share class of it (a class ticker: the class's own price).
+
+The framework resolves subjects at company grain so that an issuer ``entity_id`` selects the
+company (request rule 10); the spec's 409 rule for metrics is stricter for tickers — a ticker
+naming more than one security is ambiguous, a ticker shared by the classes of one company too
+— so this handler turns such tickers into ambiguous ones (409 when nothing else resolved).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Any
+
+from sqlglot import exp
+
+from api.calls import EndpointAnswer, EndpointCall, fetch_page, page_answer
+from api.endpoints.fundamentals import path_tickers
+from api.errors import ApiError
+from api.query import Binder, column, fetch_dicts, order_by
+from api.resolution import SHARE_CLASS_WARNING, Resolution, resolve_tickers
+from api.subjects import HINT, ambiguous_detail
+
+#: the dataset's columns served as they are (``entity_id`` and ``entity_name`` are added)
+METRIC_COLUMNS = [
+    "issuer_entity_id", "period_end", "period_type", "fiscal_year", "fiscal_period", "known_from",
+    "filing_date", "accession", "gross_margin", "operating_margin", "net_margin",
+    "revenue_growth_yoy", "eps", "eps_ttm", "book_value_per_share", "price_entity_id",
+    "price_date", "price_close", "market_cap", "pe_ratio", "pb_ratio",
+]  # fmt: skip
+#: the mart's window for the period-end close (int_period_end_prices: within 7 days)
+PRICE_WINDOW = dt.timedelta(days=7)
+AMBIGUOUS_WARNING = (
+    "Ticker {ticker} is ambiguous on {on} and was not served; see meta.tickers_ambiguous and "
+    "pass entity_id=<id>."
+)
+
+
+@dataclass(frozen=True)
+class Target:
+    """What one subject selects: the company, or one share class of it."""
+
+    entity_id: int  # the rows' entity_id: the issuer's, or the class security's
+    issuer_entity_id: int
+    class_security: int | None
+
+
+def handle(call: EndpointCall) -> EndpointAnswer:
+    """One row per period of each selected company or class in the window, a page at a time."""
+    assert call.subjects is not None and call.page is not None
+    targets = _targets(call)
+    fields = call.selected_fields()
+    start, end = call.window()
+    as_of: dt.date | None = call.params.get("as_of")
+    binder = Binder()
+
+    issuers = sorted({t.issuer_entity_id for t in targets})
+    picked = (
+        exp.select("*")
+        .from_("metrics")
+        .where(column("issuer_entity_id").isin(*binder.each(issuers)))
+    )
+    if start is not None:
+        picked = picked.where(exp.GTE(this=column("period_end"), expression=binder(start)))
+    if end is not None:
+        picked = picked.where(exp.LTE(this=column("period_end"), expression=binder(end)))
+    if as_of is None:
+        picked = picked.where(column("is_latest"))
+    else:
+        # each period's latest row known on as_of: nothing known later is read
+        picked = picked.where(exp.LTE(this=column("known_from"), expression=binder(as_of))).qualify(
+            "ROW_NUMBER() OVER (PARTITION BY issuer_entity_id, period_end, period_type "
+            "ORDER BY known_from DESC, accession DESC) = 1"
+        )
+    chosen = exp.values(
+        [(binder(t.entity_id), binder(t.issuer_entity_id)) for t in targets],
+        alias="t",
+        columns=["entity_id", "issuer_entity_id"],
+    )
+    rows_from = (
+        exp.select(
+            "t.entity_id AS entity_id",
+            "e.name AS entity_name",
+            *(f"m.{name} AS {name}" for name in METRIC_COLUMNS),
+        )
+        .from_(exp.alias_(picked.subquery(), "m"))
+        .join(chosen, on="t.issuer_entity_id = m.issuer_entity_id")
+        .join("entities AS e", on="e.entity_id = m.issuer_entity_id", join_type="left")
+    )
+    query = (
+        exp.select("*")
+        .from_(exp.alias_(rows_from.subquery(), "answer"))
+        .order_by(*order_by(call.contract.order))
+    )
+    served, following = fetch_page(call, query, binder)
+    classes = {t.entity_id for t in targets if t.class_security is not None}
+    _price_classes(call, [row for row in served if row["entity_id"] in classes])
+    return page_answer(call, [{name: row[name] for name in fields} for row in served], following)
+
+
+def _targets(call: EndpointCall) -> list[Target]:
+    """The company or class each served subject selects; shared tickers become ambiguous.
+
+    ``call.subjects`` is adjusted so ``meta`` tells the truth: a class ticker resolves to its
+    class security, a ticker naming several securities is listed in ``tickers_ambiguous``."""
+    subjects = call.subjects
+    assert subjects is not None and call.subject_date is not None
+    on = call.subject_date
+    tickers = path_tickers(call)
+    shared = [name for name in subjects.resolved if len(subjects.securities.get(name, [])) > 1]
+    if tickers and shared:
+        _make_ambiguous(call, subjects, shared, on)
+    if not subjects.resolved:
+        raise ApiError(
+            "ambiguous_ticker",
+            ambiguous_detail(list(subjects.ambiguous), on),
+            candidates=subjects.ambiguous,
+            hint=HINT,
+        )
+    singles = [ids[0] for ids in subjects.securities.values() if len(ids) == 1]
+    share_classes = _share_classes(call, singles)
+    targets: dict[int, Target] = {}
+    for name, issuers in subjects.resolved.items():
+        named = subjects.securities.get(name, [])
+        if len(named) == 1 and share_classes.get(named[0]) is not None:
+            target = Target(named[0], issuers[0], named[0])
+            subjects.resolved[name] = [named[0]]
+        else:
+            target = Target(issuers[0], issuers[0], None)
+        targets.setdefault(target.entity_id, target)
+    return list(targets.values())
+
+
+def _make_ambiguous(
+    call: EndpointCall, subjects: Resolution, shared: list[str], on: dt.date
+) -> None:
+    """Spec, "Errors" 409: on metrics a ticker naming several securities (a ticker shared by
+    the classes of one company too) is ambiguous; its candidates are those securities."""
+    by_security = resolve_tickers(call.data, shared, on, "security")
+    for ticker in shared:
+        del subjects.resolved[ticker]
+        subjects.securities.pop(ticker, None)
+        subjects.ambiguous[ticker] = by_security.ambiguous.get(ticker, [])
+        company_level = SHARE_CLASS_WARNING.split("{name}")[0].format(ticker=ticker)
+        call.warnings[:] = [w for w in call.warnings if not w.startswith(company_level)]
+        call.warnings.append(AMBIGUOUS_WARNING.format(ticker=ticker, on=on.isoformat()))
+
+
+def _share_classes(call: EndpointCall, securities: list[int]) -> dict[int, str | None]:
+    """The share class of each security (null for a company's only class of common stock)."""
+    if not securities:
+        return {}
+    binder = Binder()
+    query = (
+        exp.select("entity_id", "share_class")
+        .from_("entities")
+        .where(column("entity_id").isin(*binder.each(securities)))
+    )
+    return {row["entity_id"]: row["share_class"] for row in fetch_dicts(call.data, query, binder)}
+
+
+def _price_classes(call: EndpointCall, rows: list[dict[str, Any]]) -> None:
+    """Replace the price-based fields of class rows by the class's own: its last close on or
+    before period_end within 7 days, P/E and P/B per share of the class (market_cap stays the
+    company's, all classes)."""
+    if not rows:
+        return
+    binder = Binder()
+    first = min(row["period_end"] for row in rows) - PRICE_WINDOW
+    last = max(row["period_end"] for row in rows)
+    query = (
+        exp.select("entity_id", "date", "close")
+        .from_("prices")
+        .where(column("entity_id").isin(*binder.each(sorted({r["entity_id"] for r in rows}))))
+        .where(exp.GTE(this=column("date"), expression=binder(first)))
+        .where(exp.LTE(this=column("date"), expression=binder(last)))
+    )
+    closes: dict[int, list[tuple[dt.date, float]]] = {}
+    for price in fetch_dicts(call.data, query, binder):
+        closes.setdefault(price["entity_id"], []).append((price["date"], price["close"]))
+    for row in rows:
+        end = row["period_end"]
+        sessions = [
+            (day, close)
+            for day, close in closes.get(row["entity_id"], [])
+            if end - PRICE_WINDOW <= day <= end
+        ]
+        day, close = max(sessions) if sessions else (None, None)
+        eps_ttm, per_share_book = row["eps_ttm"], row["book_value_per_share"]
+        row["price_entity_id"] = row["entity_id"]
+        row["price_date"] = day
+        row["price_close"] = close
+        row["pe_ratio"] = close / eps_ttm if close is not None and eps_ttm and eps_ttm > 0 else None
+        row["pb_ratio"] = (
+            close / per_share_book
+            if close is not None and per_share_book and per_share_book > 0
+            else None
+        )

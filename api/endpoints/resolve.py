@@ -1,0 +1,297 @@
+"""``/v1/resolve/{ticker}``: what up to 10 tickers named on a date (spec: "Resolve entity",
+"Keyless access", "Ambiguity candidate", the 404 and 409 rows of "Errors").
+
+The contract declares no ``subject``: the generated route's subject step would answer an issuer
+without a listed security with the prices text, and resolve has its own. This module parses the
+path, checks the plan's ticker count, resolves at security grain and raises the 404/409 itself.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from sqlglot import exp
+
+from api.calls import EndpointAnswer, EndpointCall
+from api.errors import ApiError, BadRequest, NotFound
+from api.query import Binder, column, fetch_dicts
+from api.resolution import Resolution, resolve_tickers
+from api.subjects import HINT, ambiguous_detail, check_subject_count, parse_tickers
+from contracts.endpoints import Subject
+
+#: the plan's limit for resolve (Free and keyless 1, paid 10); the path's parameter name
+SUBJECT = Subject(path_parameter="ticker", grain="security", limit="resolve_tickers_per_request")
+
+NO_TICKER = "Provide a ticker in the path."
+UNLISTED = (
+    "No listed security on {on} for {ticker}: it names {issuer} (entity_id {id}); "
+    "pass entity_id={id} for issuer-level data."
+)
+AMBIGUOUS_WARNING = (
+    "Ticker {ticker} is ambiguous on {on} and was not resolved; see meta.tickers_ambiguous and "
+    "pass entity_id=<id>."
+)
+ENDED_WARNING = (
+    "Ticker {ticker} names no listed security on {on}: it last named {name} (entity_id {id}) "
+    "until {valid_to}."
+)
+FUTURE_WARNING = "date {asked} is after today; resolved as of today ({today})."
+
+#: full body only (a keyless body omits them: spec "Resolve entity")
+FULL_ONLY = ("ticker_valid_from", "ticker_valid_to", "classifications", "index_membership")
+#: the datasets each body reads, for ``meta.freshness``
+KEYLESS_DATASETS = ("entities", "succession_links", "ticker_history")
+FULL_DATASETS = ("entities", "index_membership", "succession_links", "ticker_history")
+
+ENTITY_COLUMNS = (
+    "entity_id", "name", "entity_type", "country", "figi", "cik", "entity_grain",
+    "issuer_entity_id", "share_class", "instrument_type", "exchange", "sic_code",
+    "sic_description", "naics_code", "gics_sector", "gics_group", "classification_as_of",
+)  # fmt: skip
+CLASSIFICATIONS = (
+    "sic_code", "sic_description", "naics_code", "gics_sector", "gics_group",
+    "classification_as_of",
+)  # fmt: skip
+SUCCESSION_COLUMNS = (
+    "link_type", "from_ticker", "from_entity_id", "from_valid_from", "from_valid_to",
+    "to_ticker", "to_entity_id", "change_date", "to_valid_to",
+)  # fmt: skip
+
+
+def handle(call: EndpointCall) -> EndpointAnswer:
+    """The resolve body of the path's tickers on ``date`` (today, UTC, by default)."""
+    tickers = parse_tickers(call.path.get("ticker"))
+    if not tickers:
+        raise BadRequest(NO_TICKER)
+    check_subject_count(SUBJECT, call.plan, tickers, [])
+    on = _resolve_date(call)
+    resolution = resolve_tickers(call.data, tickers, on, "security", before_first_use="unmatched")
+    _refuse_when_nothing_resolved(resolution, on)
+
+    keyless = call.owner is None
+    entity_ids = resolution.entity_ids
+    entities = _entities(call, entity_ids)
+    periods = _periods(call, resolution, on)
+    memberships = {} if keyless else _memberships(call, entity_ids, on)
+    links = _succession(call, list(resolution.resolved))
+
+    data: dict[str, Any] = {}
+    warnings: list[str] = []
+    for ticker, ids in resolution.resolved.items():
+        items = []
+        for entity_id in ids:
+            period = periods[(ticker, entity_id)]
+            entity = _entity(entities[entity_id], period, memberships.get(entity_id, []))
+            if period["valid_to"] is not None and period["valid_to"] < on:
+                warnings.append(
+                    ENDED_WARNING.format(
+                        ticker=ticker,
+                        on=on.isoformat(),
+                        name=entity["name"],
+                        id=entity_id,
+                        valid_to=period["valid_to"].isoformat(),
+                    )
+                )
+            if keyless:
+                entity = {name: value for name, value in entity.items() if name not in FULL_ONLY}
+            items.append(entity)
+        data[ticker] = {"entities": items, "succession": links.get(ticker, [])}
+    warnings += _partial_warnings(resolution, on)
+
+    unresolved = set(resolution.unmatched) | set(resolution.unlisted)
+    meta: dict[str, Any] = {
+        "tickers_requested": tickers,
+        "tickers_resolved": list(resolution.resolved),
+        "tickers_unresolved": [t for t in tickers if t in unresolved],
+    }
+    if resolution.ambiguous:
+        meta["tickers_ambiguous"] = resolution.ambiguous
+    meta["resolved_as_of"] = on.isoformat()
+    meta["freshness"] = _freshness(call, KEYLESS_DATASETS if keyless else FULL_DATASETS)
+    return EndpointAnswer(
+        rows=data,
+        meta=meta,
+        top={"restricted": True} if keyless else {},
+        warnings=warnings,
+        cache_control="no-store" if keyless else "public, max-age=86400",
+        row_count=sum(len(item["entities"]) for item in data.values()),
+    )
+
+
+def _resolve_date(call: EndpointCall) -> dt.date:
+    """``date``, today by default; a later date resolves as of today (nothing is known past it)."""
+    asked: dt.date | None = call.params.get("date")
+    if asked is None:
+        return call.today
+    if asked > call.today:
+        call.warnings.append(
+            FUTURE_WARNING.format(asked=asked.isoformat(), today=call.today.isoformat())
+        )
+        return call.today
+    return asked
+
+
+def _refuse_when_nothing_resolved(resolution: Resolution, on: dt.date) -> None:
+    """409 when only ambiguous tickers are left, else 404 with resolve's texts."""
+    if resolution.resolved:
+        return
+    if resolution.ambiguous:
+        raise ApiError(
+            "ambiguous_ticker",
+            ambiguous_detail(list(resolution.ambiguous), on),
+            candidates=resolution.ambiguous,
+            hint=HINT,
+        )
+    sentences = [_unlisted(ticker, issuer, on) for ticker, issuer in resolution.unlisted.items()]
+    if resolution.unmatched:
+        sentences.append(f"No matching entities for: {', '.join(resolution.unmatched)}")
+    raise NotFound(" ".join(sentences))
+
+
+def _unlisted(ticker: str, issuer: tuple[str, int], on: dt.date) -> str:
+    name, entity_id = issuer
+    return UNLISTED.format(on=on.isoformat(), ticker=ticker, issuer=name, id=entity_id)
+
+
+def _partial_warnings(resolution: Resolution, on: dt.date) -> list[str]:
+    """Request rule 8: what was not served when other tickers were."""
+    warnings = [
+        AMBIGUOUS_WARNING.format(ticker=ticker, on=on.isoformat())
+        for ticker in resolution.ambiguous
+    ]
+    warnings += [_unlisted(t, issuer, on) for t, issuer in resolution.unlisted.items()]
+    if resolution.unmatched:
+        warnings.append(f"No matching entities for: {', '.join(resolution.unmatched)}")
+    return warnings
+
+
+def _entities(call: EndpointCall, entity_ids: list[int]) -> dict[int, dict[str, Any]]:
+    binder = Binder()
+    query = (
+        exp.select(*ENTITY_COLUMNS)
+        .from_("entities")
+        .where(column("entity_id").isin(*binder.each(entity_ids)))
+    )
+    return {row["entity_id"]: row for row in fetch_dicts(call.data, query, binder)}
+
+
+def _periods(
+    call: EndpointCall, resolution: Resolution, on: dt.date
+) -> dict[tuple[str, int], dict[str, Any]]:
+    """Per (ticker, entity) the ticker period the resolution used: the latest begun by ``on``."""
+    binder = Binder()
+    pairs = [
+        exp.and_(
+            column("ticker").eq(binder(ticker)),
+            column("entity_id").eq(binder(entity_id)),
+        )
+        for ticker, ids in resolution.resolved.items()
+        for entity_id in ids
+    ]
+    query = (
+        exp.select("ticker", "entity_id", "valid_from", "valid_to", "share_class", "exchange")
+        .from_("ticker_history")
+        .where(exp.or_(*pairs))
+        .where(exp.LTE(this=column("valid_from"), expression=binder(on)))
+        .order_by("valid_from")
+    )
+    periods: dict[tuple[str, int], dict[str, Any]] = {}
+    for row in fetch_dicts(call.data, query, binder):
+        periods[(row["ticker"], row["entity_id"])] = row  # the last begun wins
+    return periods
+
+
+def _memberships(
+    call: EndpointCall, entity_ids: list[int], on: dt.date
+) -> dict[int, list[dict[str, Any]]]:
+    """Index memberships in effect on ``on``, with their real added and removed dates."""
+    binder = Binder()
+    query = (
+        exp.select("entity_id", "index_code", "index_name", "added_date", "removed_date")
+        .from_("index_membership")
+        .where(column("entity_id").isin(*binder.each(entity_ids)))
+        .where(
+            exp.or_(
+                column("added_date").is_(exp.null()),
+                exp.LTE(this=column("added_date"), expression=binder(on)),
+            )
+        )
+        .where(
+            exp.or_(
+                column("removed_date").is_(exp.null()),
+                exp.GT(this=column("removed_date"), expression=binder(on)),
+            )
+        )
+        .order_by("entity_id", "index_code", "added_date", "membership_id")
+    )
+    by_entity: dict[int, list[dict[str, Any]]] = {}
+    for row in fetch_dicts(call.data, query, binder):
+        by_entity.setdefault(row["entity_id"], []).append(
+            {
+                "index": row["index_code"].upper(),
+                "index_name": row["index_name"],
+                "added": row["added_date"],
+                "removed": row["removed_date"],
+            }
+        )
+    return by_entity
+
+
+def _succession(call: EndpointCall, tickers: list[str]) -> dict[str, list[dict[str, Any]]]:
+    """Per ticker, every succession link from or to it (renamed, reused, reassigned)."""
+    if not tickers:
+        return {}
+    binder = Binder()
+    placeholders = binder.each(tickers)
+    query = (
+        exp.select(*SUCCESSION_COLUMNS)
+        .from_("succession_links")
+        .where(
+            exp.or_(
+                column("from_ticker").isin(*placeholders),
+                column("to_ticker").isin(*[p.copy() for p in placeholders]),
+            )
+        )
+        .order_by("change_date", "from_ticker", "from_entity_id", "to_ticker", "to_entity_id")
+    )
+    by_ticker: dict[str, list[dict[str, Any]]] = {}
+    for row in fetch_dicts(call.data, query, binder):
+        for ticker in dict.fromkeys((row["from_ticker"], row["to_ticker"])):
+            if ticker in tickers:
+                by_ticker.setdefault(ticker, []).append(row)
+    return by_ticker
+
+
+def _entity(
+    row: dict[str, Any], period: dict[str, Any], memberships: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """The spec's resolve entity (full body); exchange and class as of the ticker's period."""
+    return {
+        "entity_id": row["entity_id"],
+        "name": row["name"],
+        "entity_type": row["entity_type"],
+        "country": row["country"],
+        "figi": row["figi"],
+        "cik": row["cik"],
+        "entity_grain": row["entity_grain"],
+        "issuer_entity_id": row["issuer_entity_id"],
+        "share_class": period["share_class"],
+        "instrument_type": row["instrument_type"],
+        "exchange": period["exchange"] or row["exchange"],
+        "ticker_valid_from": period["valid_from"],
+        "ticker_valid_to": period["valid_to"],
+        "classifications": {name: row[name] for name in CLASSIFICATIONS},
+        "index_membership": memberships,
+    }
+
+
+def _freshness(call: EndpointCall, datasets: tuple[str, ...]) -> dict[str, dict[str, Any]]:
+    """The datasets read, each with its data_through and the version's publication time."""
+    return {
+        name: {
+            "data_through": call.version.data_through.get(name),
+            "published_at": call.version.published_at,
+        }
+        for name in datasets
+    }
