@@ -23,6 +23,8 @@ from tests.databases import disposing_cached_engine, fresh_postgres_database
 # the API over real HTTP: session servers and their helpers
 pytest_plugins = ("tests.api.server",)
 
+_TEST_MODULES = pytest.StashKey[dict[str, Path]]()
+
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
@@ -113,3 +115,15 @@ def control_plane_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterato
     else:
         with fresh_postgres_database() as url:
             yield url
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> None:
+    """Test modules share one namespace (no __init__.py files): refuse a second module of the
+    same basename at collection, with the reason, rather than pytest's import mismatch later."""
+    if file_path.name.startswith("test_") and file_path.suffix == ".py":
+        seen: dict[str, Path] = parent.config.stash.setdefault(_TEST_MODULES, {})
+        first = seen.setdefault(file_path.name, file_path)
+        if first != file_path:
+            raise pytest.UsageError(
+                f"two test modules named {file_path.name}: {first}, {file_path}"
+            )
