@@ -45,4 +45,39 @@ usage_counters = sa.Table(
     sa.Column("window_start", sa.DateTime(timezone=True), primary_key=True),
     sa.Column("requests", sa.BigInteger, nullable=False),
     sa.Column("rows", sa.BigInteger, nullable=False),
+    # requests refused by this window's limit (keyless: the first refusal is the burst 429,
+    # the ones after it the rate-limit 429)
+    sa.Column("refused", sa.BigInteger, nullable=False, server_default="0"),
+)
+
+#: the distinct entities (or, kind "as_of", index roster dates) a subject was served per UTC day
+usage_distinct = sa.Table(
+    "usage_distinct",
+    metadata,
+    sa.Column("subject", sa.String(64), primary_key=True),
+    sa.Column("day", sa.Date, primary_key=True),
+    sa.Column("kind", sa.String(16), primary_key=True),  # entity | as_of
+    sa.Column("value", sa.String(32), primary_key=True),
+)
+
+#: one row per answered API call, for the dashboard's seven-day chart and endpoint table
+usage_log = sa.Table(
+    "usage_log",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("subject", sa.String(64), nullable=False),
+    sa.Column("at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("endpoint", sa.String(64), nullable=False),
+    sa.Column("status", sa.Integer, nullable=False),
+    sa.Column("requests", sa.Integer, nullable=False),  # the per-ticker count
+    sa.Column("rows", sa.Integer, nullable=False),
+    sa.Index("ix_usage_log_subject_at", "subject", "at"),
+)
+
+#: IP addresses whose keyless requests are refused (429 temporarily_blocked)
+blocked_ips = sa.Table(
+    "blocked_ips",
+    metadata,
+    sa.Column("ip", sa.String(64), primary_key=True),
+    sa.Column("blocked_at", sa.DateTime(timezone=True), nullable=False),
 )

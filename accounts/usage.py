@@ -7,12 +7,13 @@ exact with many workers on SQLite or PostgreSQL.
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass
 from typing import Literal
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
-from accounts.tables import usage_counters
+from accounts.tables import usage_counters, usage_distinct, usage_log
 
 Window = Literal["day", "hour"]
 
@@ -73,3 +74,151 @@ def usage_in_window(
         )
     ).first()
     return (0, 0) if row is None else (row.requests, row.rows)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The allowances a reservation is checked against (None: no such limit)."""
+
+    requests_per_day: int
+    requests_per_hour: int | None
+    rows_per_day: int | None = None
+    rows_per_hour: int | None = None
+
+
+@dataclass(frozen=True)
+class Reserved:
+    """Counts after a granted reservation (this request included)."""
+
+    at: dt.datetime
+    requests_day: int
+    requests_hour: int
+    rows_day: int
+    rows_hour: int
+
+
+Refusal = Literal["requests_day", "requests_hour", "requests_hour_again", "rows_day", "rows_hour"]
+
+
+def reserve(
+    connection: sa.Connection, subject: str, now: dt.datetime, cost: int, limits: Limits
+) -> Reserved | Refusal:
+    """Take ``cost`` requests from the subject's day and hour, all or nothing, inside the
+    caller's transaction; or say which allowance refuses it.
+
+    The first statement writes (so SQLite takes its write lock at once and concurrent
+    reservations queue instead of deadlocking); PostgreSQL locks both counter rows. A refusal of
+    the hourly request limit is remembered (``refused``) so a keyless client that continues gets
+    the spec's second 429.
+    """
+    insert = (postgresql if connection.dialect.name == "postgresql" else sqlite).insert
+    keys = {window: window_start(now, window) for window in ("day", "hour")}
+    for window, start in keys.items():
+        connection.execute(
+            insert(usage_counters)
+            .values(subject=subject, window=window, window_start=start, requests=0, rows=0)
+            .on_conflict_do_nothing(index_elements=["subject", "window", "window_start"])
+        )
+    rows = {}
+    for window, start in keys.items():
+        query = sa.select(usage_counters).where(_counter(subject, window, start))
+        if connection.dialect.name == "postgresql":
+            query = query.with_for_update()
+        rows[window] = connection.execute(query).one()
+    day, hour = rows["day"], rows["hour"]
+    if limits.rows_per_day is not None and day.rows >= limits.rows_per_day:
+        return "rows_day"
+    if limits.rows_per_hour is not None and hour.rows >= limits.rows_per_hour:
+        return "rows_hour"
+    if day.requests + cost > limits.requests_per_day:
+        return "requests_day"
+    if limits.requests_per_hour is not None and hour.requests + cost > limits.requests_per_hour:
+        connection.execute(
+            usage_counters.update()
+            .where(_counter(subject, "hour", keys["hour"]))
+            .values(refused=usage_counters.c.refused + 1)
+        )
+        return "requests_hour_again" if hour.refused else "requests_hour"
+    for window, start in keys.items():
+        connection.execute(
+            usage_counters.update()
+            .where(_counter(subject, window, start))
+            .values(requests=usage_counters.c.requests + cost)
+        )
+    return Reserved(now, day.requests + cost, hour.requests + cost, day.rows, hour.rows)
+
+
+def release(connection: sa.Connection, subject: str, at: dt.datetime, cost: int) -> None:
+    """Give back a reservation made at ``at`` (the request was refused after all)."""
+    for window in ("day", "hour"):
+        connection.execute(
+            usage_counters.update()
+            .where(_counter(subject, window, window_start(at, window)))
+            .values(requests=usage_counters.c.requests - cost)
+        )
+
+
+def add_rows(connection: sa.Connection, subject: str, at: dt.datetime, rows: int) -> int:
+    """Add the rows of an answer to the day and hour of ``at``; the day's rows after it."""
+    for window in ("day", "hour"):
+        connection.execute(
+            usage_counters.update()
+            .where(_counter(subject, window, window_start(at, window)))
+            .values(rows=usage_counters.c.rows + rows)
+        )
+    return usage_in_window(connection, subject, at, "day")[1]
+
+
+def add_distinct(
+    connection: sa.Connection, subject: str, day: dt.date, kind: str, values: list[str]
+) -> int:
+    """Record the values (entity ids, as_of dates) served today; how many distinct ones now."""
+    insert = (postgresql if connection.dialect.name == "postgresql" else sqlite).insert
+    if values:
+        connection.execute(
+            insert(usage_distinct)
+            .values([{"subject": subject, "day": day, "kind": kind, "value": v} for v in values])
+            .on_conflict_do_nothing(index_elements=["subject", "day", "kind", "value"])
+        )
+    return count_distinct(connection, subject, day, kind)
+
+
+def count_distinct(connection: sa.Connection, subject: str, day: dt.date, kind: str) -> int:
+    """Distinct values of ``kind`` recorded for the subject on ``day``."""
+    return connection.execute(
+        sa.select(sa.func.count()).where(
+            usage_distinct.c.subject == subject,
+            usage_distinct.c.day == day,
+            usage_distinct.c.kind == kind,
+        )
+    ).scalar_one()
+
+
+def log_call(
+    connection: sa.Connection,
+    subject: str,
+    at: dt.datetime,
+    endpoint: str,
+    status: int,
+    requests: int,
+    rows: int,
+) -> None:
+    """One row of the usage log (the dashboard counts calls from it)."""
+    connection.execute(
+        usage_log.insert().values(
+            subject=subject,
+            at=at,
+            endpoint=endpoint,
+            status=status,
+            requests=requests,
+            rows=rows,
+        )
+    )
+
+
+def _counter(subject: str, window: Window, start: dt.datetime) -> sa.ColumnElement[bool]:
+    return sa.and_(
+        usage_counters.c.subject == subject,
+        usage_counters.c.window == window,
+        usage_counters.c.window_start == start,
+    )

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import logging
+import time
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -19,6 +20,7 @@ from api.front_door import API_PREFIX, FrontDoor
 from api.generate import contract_router
 from api.paging import CursorCodec, cursor_secret
 from api.published import PublishedData
+from api.quotas import Quotas, Sleep
 from api.routes import status, usage
 from findata.clock import Clock, get_clock
 from findata.control_plane.database import engine_for
@@ -27,8 +29,11 @@ from findata.settings import Settings, get_settings
 log = logging.getLogger("findata.api")
 
 
-def create_app(settings: Settings | None = None, clock: Clock | None = None) -> FastAPI:
-    """The API on the control plane of ``settings`` (from the environment by default)."""
+def create_app(
+    settings: Settings | None = None, clock: Clock | None = None, sleep: Sleep | None = None
+) -> FastAPI:
+    """The API on the control plane of ``settings`` (from the environment by default); tests
+    pass a ``ManualClock`` and a ``sleep`` that records the slow-downs instead of waiting."""
     settings = settings or get_settings()
     app = FastAPI(
         title="findata",
@@ -41,6 +46,11 @@ def create_app(settings: Settings | None = None, clock: Clock | None = None) -> 
     app.state.accounts = AccountStore(app.state.engine, app.state.clock)
     app.state.published = PublishedData(app.state.engine, settings.published_dir)
     app.state.cursors = CursorCodec(cursor_secret(settings.cursor_secret, settings.home_dir))
+    app.state.quotas = (
+        Quotas(app.state.engine, app.state.clock, time.sleep if sleep is None else sleep)
+        if settings.quotas_enabled
+        else None
+    )
 
     app.add_exception_handler(ApiError, _api_error)
     app.add_exception_handler(RequestValidationError, _validation_error)

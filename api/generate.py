@@ -27,6 +27,7 @@ from api.errors import ApiError
 from api.paging import CursorCodec, CursorState, PaginationLimitReached, request_fingerprint
 from api.params import first_values, validate_parameters, validate_path_parameter
 from api.published import PublishedData, Version
+from api.quotas import Quotas, Ticket, entity_ids_of
 from api.responses import json_response
 from api.subjects import check_subject_count, parse_tickers, resolve_subjects
 from contracts.endpoints import EndpointContract, Parameter, endpoint_names, load_endpoint_contract
@@ -188,16 +189,60 @@ def _answer(
         page=_page(contract, params.get("limit"), params.get("offset"), cursor_state),
         warnings=list(params.warnings),
     )
+    quotas: Quotas | None = state.quotas
+    ticket: Ticket | None = None
     try:
         if contract.history_floor and plan and plan.history_floor_years:
             call.floor = _floor(today, plan.history_floor_years)
             call.warnings += _floor_warnings(call)
+        tickers, entity_ids = _subjects_sent(call)
         if contract.subject:
-            _resolve(call, sent)
-        answer = handler(call)
+            check_subject_count(contract.subject, plan, tickers, entity_ids)
+        if quotas is not None:
+            cost = 1 if contract.counts_per == "request" else max(1, len(tickers or entity_ids))
+            ip = request.client.host if request.client else "unknown"
+            ticket = quotas.admit(owner, ip, cost)
+        answer = _handled(call, handler, quotas, ticket, tickers, entity_ids)
     finally:
         call.data.close()
-    return _respond(call, answer, codec, fingerprint)
+    headers: dict[str, str] = {}
+    if quotas is not None and ticket is not None:
+        rows = answer.row_count if answer.row_count is not None else len(answer.rows)
+        headers = quotas.settle(ticket, contract.name, 200, rows, entity_ids_of(answer.rows))
+    return _respond(call, answer, codec, fingerprint, headers)
+
+
+def _handled(
+    call: EndpointCall,
+    handler: Handler,
+    quotas: Quotas | None,
+    ticket: Ticket | None,
+    tickers: list[str],
+    entity_ids: list[int],
+) -> EndpointAnswer:
+    """The handler's answer. An error after admission keeps the reservation when the spec
+    counts it (404, 409, 5xx: with the quota headers on 404 and 409) and gives it back when the
+    request is refused (400, 402, 429)."""
+    try:
+        as_of = call.params.get("as_of")
+        if quotas and call.owner and as_of and call.contract.index_as_of_allowance:
+            quotas.admit_index_as_of(call.owner, as_of)
+        if call.contract.subject:
+            _resolve(call, tickers, entity_ids)
+        return handler(call)
+    except ApiError as error:
+        if quotas is not None and ticket is not None:
+            if error.status in (404, 409):
+                error.headers.update(quotas.settle(ticket, call.contract.name, error.status, 0, []))
+            elif error.status >= 500:
+                quotas.settle(ticket, call.contract.name, error.status, 0, [])
+            else:
+                quotas.give_back(ticket)
+        raise
+    except Exception:
+        if quotas is not None and ticket is not None:
+            quotas.settle(ticket, call.contract.name, 500, 0, [])
+        raise
 
 
 def _version(published: PublishedData, cursor_state: CursorState | None) -> Version:
@@ -258,12 +303,15 @@ def _floor_warnings(call: EndpointCall) -> list[str]:
     return []
 
 
-def _resolve(call: EndpointCall, sent: dict[str, str]) -> None:
+def _subjects_sent(call: EndpointCall) -> tuple[list[str], list[int]]:
+    """The tickers of the path (any ``{ticker}`` path) and the ``entity_id`` values."""
+    raw = call.path.get("tickers") or call.path.get("ticker")
+    return parse_tickers(raw), call.params.get("entity_id") or []
+
+
+def _resolve(call: EndpointCall, tickers: list[str], entity_ids: list[int]) -> None:
     subject = call.contract.subject
     assert subject is not None
-    tickers = parse_tickers(call.path.get(subject.path_parameter or "", None))
-    entity_ids = call.params.get("entity_id") or []
-    check_subject_count(subject, call.plan, tickers, entity_ids)
     # the date the tickers are read on: the end of the window, or the point in time asked for
     on = next(
         (call.params.get(n) for n in ("end", "as_of", "date", "quarter") if call.params.get(n)),
@@ -276,7 +324,11 @@ def _resolve(call: EndpointCall, sent: dict[str, str]) -> None:
 
 
 def _respond(
-    call: EndpointCall, answer: EndpointAnswer, codec: CursorCodec, fingerprint: str
+    call: EndpointCall,
+    answer: EndpointAnswer,
+    codec: CursorCodec,
+    fingerprint: str,
+    headers: dict[str, str],
 ) -> Response:
     next_cursor = None
     if answer.has_more and call.contract.paging.kind == "cursor" and call.page:
@@ -286,7 +338,7 @@ def _respond(
             CursorState(call.version.label, answer.next_offset, call.page.number + 1),
         )
     body = envelope(call, answer, next_cursor)
-    headers = {"Cache-Control": answer.cache_control}
+    headers = {**headers, "Cache-Control": answer.cache_control}
     if call.floor is not None:
         headers["X-Data-Floor"] = call.floor.isoformat()
     return json_response(body, headers=headers)

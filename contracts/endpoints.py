@@ -133,6 +133,10 @@ class EndpointContract(_Strict):
         description="Variants of this endpoint's parameter names and their suggestion, over "
         "the common ones of parameters.yaml.",
     )
+    index_as_of_allowance: bool = Field(
+        default=False,
+        description="Requests with `as_of` use the plan's distinct index as_of dates per day.",
+    )
     counts_per: Literal["subject", "request"] = Field(
         default="subject", description="Quota: one request per ticker/entity_id, or one."
     )

@@ -15,6 +15,42 @@ PlanCode = Literal["free", "pro", "max", "redistribution"]
 Capability = Literal["insiders", "holdings", "managers", "changes", "webhooks"]
 
 
+class Slowdown(BaseModel):
+    """Answers wait ``per_step`` seconds for each distinct value past ``after``, at most
+    ``max_seconds``; the request that uses the last allowed value waits ``last_seconds``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    after: int = Field(gt=0)
+    per_step: float = Field(gt=0)
+    max_seconds: float = Field(gt=0)
+    last_seconds: float | None = None
+
+    def delay(self, distinct: int, allowance: int | None = None) -> float:
+        """Seconds to wait when ``distinct`` values have been used (this request included)."""
+        if allowance is not None and self.last_seconds is not None and distinct == allowance:
+            return self.last_seconds
+        return min(self.max_seconds, max(0, distinct - self.after) * self.per_step)
+
+
+class Slowdowns(BaseModel):
+    """Free's slow-downs (spec "Quotas per plan")."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    entities: Slowdown | None = None
+    index_as_of: Slowdown | None = None
+
+
+class KeylessLimits(BaseModel):
+    """Limits per IP address on requests without a key."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    requests_per_day: int = Field(gt=0)
+    requests_per_hour: int = Field(gt=0)
+
+
 class Plan(BaseModel):
     """One plan's limits; ``None`` is the spec's "none" (no such limit)."""
 
@@ -35,6 +71,7 @@ class Plan(BaseModel):
     resolve_tickers_per_request: int = Field(gt=0)
     history_floor_years: int | None = Field(gt=0)
     capabilities: frozenset[Capability]
+    slowdowns: Slowdowns = Field(default_factory=Slowdowns)
 
     def allows(self, capability: Capability) -> bool:
         """Whether the plan may use ``capability`` (else the spec's 402)."""
@@ -42,10 +79,20 @@ class Plan(BaseModel):
 
 
 @cache
+def _plans_file() -> dict:
+    return yaml.safe_load(PLANS_FILE.read_text())
+
+
+@cache
 def load_plans() -> dict[str, Plan]:
     """Every plan by code, in the file's order (Free first)."""
-    raw = yaml.safe_load(PLANS_FILE.read_text())["plans"]
-    return {code: Plan(code=code, **fields) for code, fields in raw.items()}
+    return {code: Plan(code=code, **fields) for code, fields in _plans_file()["plans"].items()}
+
+
+@cache
+def keyless_limits() -> KeylessLimits:
+    """The per-IP limits of requests without a key."""
+    return KeylessLimits.model_validate(_plans_file()["keyless"])
 
 
 def plan(code: str) -> Plan:

@@ -366,14 +366,23 @@ def contracts_check() -> None:
 
 @ips_app.command("block")
 def ips_block(ip: str) -> None:
-    """Refuse keyless requests from IP."""
-    _not_built("keyless limits", 6)
+    """Refuse keyless requests from IP (429 temporarily_blocked)."""
+    from accounts.ips import block_ip
+
+    with _refusals():
+        store = _accounts()
+        _print_json({"ip": block_ip(store.engine, ip, get_clock().now()), "blocked": True})
 
 
 @ips_app.command("unblock")
 def ips_unblock(ip: str) -> None:
     """Accept keyless requests from IP again."""
-    _not_built("keyless limits", 6)
+    from accounts.ips import unblock_ip
+
+    with _refusals():
+        store = _accounts()
+        was_blocked = unblock_ip(store.engine, ip)
+        _print_json({"ip": ip, "blocked": False, "was_blocked": was_blocked})
 
 
 @webhooks_app.command("add")

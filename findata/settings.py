@@ -23,6 +23,11 @@ class Settings(BaseSettings):
         default="http://127.0.0.1:8000",
         description="Where clients reach the API (change-feed URLs in events).",
     )
+    quotas_enabled: bool = Field(
+        default=True,
+        description="Count requests and enforce the plans' quotas (off only to measure their "
+        "cost in benchmarks/api.py).",
+    )
     cursor_secret: str | None = Field(
         default=None,
         description="Signs page cursors; set the same value on every host (default: a random "

@@ -24,6 +24,7 @@ import uvicorn
 from fastapi import FastAPI
 
 from accounts.store import AccountStore, IssuedKey
+from accounts.tables import usage_counters
 from api.app import create_app
 from findata.clock import ManualClock
 from findata.settings import Settings, get_settings
@@ -75,11 +76,28 @@ def serve(app: FastAPI, clock: ManualClock) -> Iterator[RunningApi]:
         if time.monotonic() > deadline or not thread.is_alive():
             raise RuntimeError("uvicorn did not start")
         time.sleep(0.02)
+    running = RunningApi(f"http://127.0.0.1:{port}", app, clock)
+    SERVING.append(running)
     try:
-        yield RunningApi(f"http://127.0.0.1:{port}", app, clock)
+        yield running
     finally:
+        SERVING.remove(running)
         server.should_exit = True
         thread.join(timeout=30)
+
+
+#: the servers running now (the keyless quota of 127.0.0.1 is reset between tests)
+SERVING: list[RunningApi] = []
+
+
+@pytest.fixture(autouse=True)
+def fresh_keyless_allowance() -> Iterator[None]:
+    """Every test's keyless requests come from 127.0.0.1: give each test that address's own
+    hourly and daily allowance, as separate clients would have (the quota tests set their own)."""
+    yield
+    for running in SERVING:
+        with running.store.engine.begin() as connection:
+            connection.execute(usage_counters.delete().where(usage_counters.c.subject.like("ip:%")))
 
 
 def start_clock() -> ManualClock:

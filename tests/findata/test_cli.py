@@ -66,7 +66,6 @@ def test_landing_check_names_a_malformed_file(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "args",
     [
-        ["ips", "block", "192.0.2.1"],
         ["webhooks", "add", "--account", "1", "https://example.com/hook"],
         ["webhooks", "worker", "--once"],
         ["webhooks", "pause", "ep_1"],

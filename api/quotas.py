@@ -1,0 +1,208 @@
+"""Quotas (spec "Limits", the 429 rows of "Errors", "Keyless access"): requests per UTC day and
+clock hour, rows per hour and day, distinct entities and index ``as_of`` dates per day, per
+account (all its keys) or, without a key, per IP address.
+
+A request is admitted by reserving its cost (one per ticker or entity_id, per page) in one
+control-plane transaction, all or nothing; a request refused afterwards (a 400 from the handler)
+gives its reservation back; a 200, 404, 409 or 5xx keeps it. Rows and entities are added once
+the answer is known. Time comes from the app's clock; slow-downs call an injectable ``sleep``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+
+from accounts.store import KeyOwner
+from accounts.tables import blocked_ips
+from accounts.usage import (
+    Limits,
+    Reserved,
+    add_distinct,
+    add_rows,
+    count_distinct,
+    log_call,
+    next_window_start,
+    release,
+    reserve,
+)
+from api.errors import ApiError
+from contracts.plans import Plan, keyless_limits
+from findata.clock import Clock
+
+Sleep = Callable[[float], None]
+
+BLOCKED_DETAIL = "Requests without a key from this address are temporarily refused."
+RATE_LIMIT_DETAIL = (
+    "Rate limit exceeded: requests without a key from this address used their {limit} requests "
+    "this hour. Try again at the next UTC hour, or send an API key."
+)
+
+
+@dataclass(frozen=True)
+class Ticket:
+    """An admitted request: who pays, how much, and the counts after paying."""
+
+    subject: str
+    cost: int
+    reserved: Reserved
+    limits: Limits
+    keyed: bool
+    plan: Plan | None
+
+    def rate_limit_headers(self) -> dict[str, str]:
+        """``X-RateLimit-*`` of the spec's "Response headers" (hourly pair on Free and keyless)."""
+        limits, reserved = self.limits, self.reserved
+        headers = {
+            "X-RateLimit-Limit-Day": str(limits.requests_per_day),
+            "X-RateLimit-Remaining-Day": str(
+                max(0, limits.requests_per_day - reserved.requests_day)
+            ),
+        }
+        if limits.requests_per_hour is not None:
+            headers["X-RateLimit-Limit-Hour"] = str(limits.requests_per_hour)
+            headers["X-RateLimit-Remaining-Hour"] = str(
+                max(0, limits.requests_per_hour - reserved.requests_hour)
+            )
+        return headers
+
+
+class Quotas:
+    """Admission and accounting on one control plane."""
+
+    def __init__(self, engine: sa.Engine, clock: Clock, sleep: Sleep) -> None:
+        self.engine = engine
+        self.clock = clock
+        self.sleep = sleep
+
+    def admit(self, owner: KeyOwner | None, ip: str, cost: int) -> Ticket:
+        """Reserve ``cost`` requests, or raise the spec's 429 (nothing is used then)."""
+        now = self.clock.now()
+        if owner is None:
+            subject, plan = f"ip:{ip}", None
+            keyless = keyless_limits()
+            limits = Limits(keyless.requests_per_day, keyless.requests_per_hour)
+            self._refuse_blocked(ip)
+        else:
+            subject, plan = owner.account.id, owner.plan
+            limits = Limits(
+                plan.requests_per_day, plan.requests_per_hour, plan.rows_per_day, plan.rows_per_hour
+            )
+        with self.engine.begin() as connection:
+            outcome = reserve(connection, subject, now, cost, limits)
+        if isinstance(outcome, str):
+            raise _refusal(outcome, limits, now, keyless=owner is None)
+        return Ticket(subject, cost, outcome, limits, owner is not None, plan)
+
+    def give_back(self, ticket: Ticket) -> None:
+        """The request was refused after admission (a 400 or 402): it uses nothing."""
+        with self.engine.begin() as connection:
+            release(connection, ticket.subject, ticket.reserved.at, ticket.cost)
+
+    def settle(
+        self,
+        ticket: Ticket,
+        endpoint: str,
+        status: int,
+        rows: int,
+        entity_ids: Iterable[int],
+        *,
+        cached: bool = False,
+    ) -> dict[str, str]:
+        """Count an answered request: rows (not for cached answers), distinct entities, the
+        usage log; Free's slow-down after many entities. The headers the answer carries."""
+        at = ticket.reserved.at
+        counted_rows = 0 if cached else rows
+        with self.engine.begin() as connection:
+            rows_today = add_rows(connection, ticket.subject, at, counted_rows)
+            entities_today = add_distinct(
+                connection, ticket.subject, at.date(), "entity", [str(i) for i in entity_ids]
+            )
+            log_call(connection, ticket.subject, at, endpoint, status, ticket.cost, counted_rows)
+        headers = ticket.rate_limit_headers()
+        if ticket.keyed and status == 200 and not cached:
+            headers["X-Rows-Today"] = str(rows_today)
+            headers["X-Entities-Today"] = str(entities_today)
+        slowdown = ticket.plan.slowdowns.entities if ticket.plan else None
+        if slowdown is not None and status == 200:
+            delay = slowdown.delay(entities_today)
+            if delay > 0:
+                self.sleep(delay)
+        return headers
+
+    def admit_index_as_of(self, owner: KeyOwner, as_of: dt.date) -> None:
+        """Free's index snapshots: after the day's allowance of distinct ``as_of`` dates every
+        roster request with ``as_of`` is 429; the request that uses the last one waits 30 s;
+        past 20 distinct dates answers slow down."""
+        plan = owner.plan
+        allowance = plan.index_as_of_dates_per_day
+        if allowance is None:
+            return
+        day = self.clock.now().date()
+        subject = owner.account.id
+        with self.engine.begin() as connection:
+            if count_distinct(connection, subject, day, "as_of") >= allowance:
+                raise ApiError("asof_limit_exceeded")
+            used = add_distinct(connection, subject, day, "as_of", [as_of.isoformat()])
+        slowdown = plan.slowdowns.index_as_of
+        if slowdown is not None:
+            delay = slowdown.delay(used, allowance)
+            if delay > 0:
+                self.sleep(delay)
+
+    def _refuse_blocked(self, ip: str) -> None:
+        with self.engine.connect() as connection:
+            blocked = connection.execute(
+                sa.select(blocked_ips.c.ip).where(blocked_ips.c.ip == ip)
+            ).first()
+        if blocked is not None:
+            raise ApiError("temporarily_blocked", BLOCKED_DETAIL)
+
+
+def _refusal(outcome: str, limits: Limits, now: dt.datetime, *, keyless: bool) -> ApiError:
+    """The 429 of a refused reservation."""
+    to_hour = _seconds_until(next_window_start(now, "hour"), now)
+    to_day = _seconds_until(next_window_start(now, "day"), now)
+    if outcome == "rows_day":
+        return ApiError("row_limit_exceeded")
+    if outcome == "rows_hour":
+        return ApiError("hourly_usage_limit")
+    if outcome == "requests_day":
+        text = (
+            f"Daily limit reached ({limits.requests_per_day} requests/day). Resets at midnight UTC."
+        )
+        return ApiError(
+            "daily_limit_reached",
+            text,
+            retry_after_seconds=to_day,
+            error_values={"daily_limit": limits.requests_per_day},
+        )
+    if keyless and outcome == "requests_hour_again":
+        return ApiError(
+            "rate_limit_exceeded",
+            RATE_LIMIT_DETAIL.format(limit=limits.requests_per_hour),
+            retry_after_seconds=to_hour,
+        )
+    return ApiError(
+        "burst_limit_reached",
+        f"Burst limit reached ({limits.requests_per_hour} requests/hour). Try again shortly.",
+        retry_after_seconds=to_hour,
+    )
+
+
+def _seconds_until(boundary: dt.datetime, now: dt.datetime) -> int:
+    """Whole seconds to ``boundary``, rounded up (never 0 before it)."""
+    remaining = (boundary - now).total_seconds()
+    return max(1, int(-(-remaining // 1)))
+
+
+def entity_ids_of(rows: Any) -> list[int]:
+    """The entities an answer served: ``entity_id`` of its rows (resolve: of each ticker's
+    entities)."""
+    if isinstance(rows, dict):
+        rows = [e for item in rows.values() for e in item.get("entities", [])]
+    return sorted({r["entity_id"] for r in rows if isinstance(r, dict) and r.get("entity_id")})
