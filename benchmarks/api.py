@@ -7,7 +7,9 @@ Uses the home's published version (runs ``findata demo --no-serve`` first when t
 starts ``findata serve --workers N``, creates a Pro key, and for each request kind runs C
 concurrent clients for S seconds: requests per second and p50/p99 latency. Kinds: one ticker,
 one year of daily prices (about 250 rows); a 5,000-row page (several tickers, limit=5000); and
-``/v1/status`` as the floor of the stack (no key, no data file).
+``/v1/status`` as the floor of the stack (no key, no data file). Then the cost of the quota
+path: the one-ticker request again on a second server started with quotas off
+(``FINDATA_QUOTAS_ENABLED=false``), same run, same machine.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 
 import httpx
@@ -49,7 +52,7 @@ def _free_port() -> int:
 def _measure(url: str, key: str, path: str, params: dict, clients: int, seconds: float) -> dict:
     """C clients in threads, each with its own connection, for ``seconds``."""
     latencies: list[float] = []
-    errors = [0]
+    errors: Counter[str] = Counter()
     rows = [0]
     lock = threading.Lock()
     deadline = time.perf_counter() + seconds
@@ -66,7 +69,7 @@ def _measure(url: str, key: str, path: str, params: dict, clients: int, seconds:
                         data = response.json().get("data")
                         rows[0] = len(data) if isinstance(data, list) else rows[0]
                     else:
-                        errors[0] += 1
+                        errors[f"{response.status_code} {response.json().get('code')}"] += 1
 
     threads = [threading.Thread(target=run) for _ in range(clients)]
     started = time.perf_counter()
@@ -78,7 +81,7 @@ def _measure(url: str, key: str, path: str, params: dict, clients: int, seconds:
     ordered = sorted(latencies)
     return {
         "requests": len(ordered),
-        "errors": errors[0],
+        "errors": dict(errors),
         "rows_per_response": rows[0],
         "requests_per_second": round(len(ordered) / wall, 1),
         "p50_ms": round(statistics.median(ordered) * 1000, 1) if ordered else None,
@@ -142,6 +145,35 @@ def main() -> None:
     finally:
         server.terminate()
         server.wait(timeout=30)
+    url, server = _serve(home, args.workers, quotas=False)
+    try:
+        path, params = kinds["prices 1 ticker x 1 year"]
+        _measure(url, key, path, params, 1, 1.0)
+        figures = _measure(url, key, path, params, args.clients, args.seconds)
+        print(f"{'same, quotas off':28s} {json.dumps(figures)}")
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def _serve(home: Path, workers: int, *, quotas: bool) -> tuple[str, subprocess.Popen[bytes]]:
+    """``findata serve`` on a free port, once it answers."""
+    port = _free_port()
+    env = {**os.environ, "FINDATA_HOME": str(home), "FINDATA_QUOTAS_ENABLED": str(quotas).lower()}
+    server = subprocess.Popen(
+        [str(FINDATA), "serve", "--port", str(port), "--workers", str(workers)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(300):
+        try:
+            httpx.get(f"{url}/v1/status", timeout=1)
+            break
+        except httpx.TransportError:
+            time.sleep(0.1)
+    return url, server
 
 
 if __name__ == "__main__":
