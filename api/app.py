@@ -15,6 +15,7 @@ from starlette.responses import Response
 
 from accounts.store import AccountStore
 from api.auth import authenticate, read_key
+from api.client_notices import NOTICED_ERRORS, notice_headers
 from api.errors import ApiError, BadRequest, MethodNotAllowed, UnknownEndpoint, error_response
 from api.front_door import API_PREFIX, FrontDoor
 from api.generate import contract_router
@@ -63,9 +64,13 @@ def create_app(
     return app
 
 
-async def _api_error(_request: Request, error: Exception) -> Response:
+async def _api_error(request: Request, error: Exception) -> Response:
     assert isinstance(error, ApiError)
-    return error_response(error)
+    response = error_response(error)
+    if getattr(request.state, "data_endpoint", False) and error.code in NOTICED_ERRORS:
+        latest = request.app.state.settings.client_latest_version
+        response.headers.update(notice_headers(request.headers.get("user-agent"), latest))
+    return response
 
 
 async def _validation_error(_request: Request, error: Exception) -> Response:

@@ -21,6 +21,7 @@ from starlette.responses import Response
 
 from accounts.store import KeyOwner
 from api.calls import EndpointAnswer, EndpointCall, PageWindow
+from api.client_notices import notice_headers
 from api.deps import optional_key, require_key
 from api.envelopes import envelope
 from api.errors import ApiError
@@ -151,6 +152,7 @@ def _answer(
     path: str,
 ) -> Response:
     state = request.app.state
+    request.state.data_endpoint = True  # errors from here on may carry client notices
     sent = first_values(request.query_params)
     params = validate_parameters(contract, sent, before_plan_check=True)
     fingerprint = request_fingerprint(request.url.path, sent)
@@ -209,7 +211,10 @@ def _answer(
     if quotas is not None and ticket is not None:
         rows = answer.row_count if answer.row_count is not None else len(answer.rows)
         headers = quotas.settle(ticket, contract.name, 200, rows, entity_ids_of(answer.rows))
-    return _respond(call, answer, codec, fingerprint, headers)
+    notices = notice_headers(
+        request.headers.get("user-agent"), state.settings.client_latest_version
+    )
+    return _respond(call, answer, codec, fingerprint, {**headers, **notices})
 
 
 def _handled(

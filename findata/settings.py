@@ -23,6 +23,11 @@ class Settings(BaseSettings):
         default="http://127.0.0.1:8000",
         description="Where clients reach the API (change-feed URLs in events).",
     )
+    client_latest_version: str = Field(
+        default="1.0.0",
+        pattern=r"^\d+\.\d+\.\d+$",
+        description="The recommended findata-python version; older clients get a notice.",
+    )
     quotas_enabled: bool = Field(
         default=True,
         description="Count requests and enforce the plans' quotas (off only to measure their "

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from starlette.responses import Response
 
+from api.client_notices import notice_headers
 from api.deps import ControlPlane
 from api.responses import json_response
 from findata.published import current_version
@@ -17,7 +18,7 @@ router = APIRouter()
 @router.get(
     "/v1/status", summary="Data freshness: the current version and data_through per dataset"
 )
-def status(engine: ControlPlane) -> Response:
+def status(request: Request, engine: ControlPlane) -> Response:
     """The current published version, when it was published, and per dataset the last date with
     data and the row count. The same body with or without a key."""
     with engine.connect() as connection:
@@ -42,4 +43,7 @@ def status(engine: ControlPlane) -> Response:
                 for name in sorted(version.row_counts)
             },
         }
-    return json_response(body, headers={"Cache-Control": "no-cache"})
+    notices = notice_headers(
+        request.headers.get("user-agent"), request.app.state.settings.client_latest_version
+    )
+    return json_response(body, headers={"Cache-Control": "no-cache", **notices})

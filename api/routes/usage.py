@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from accounts.usage import next_window_start, usage_in_window
+from api.client_notices import notice_headers
 from api.deps import AppClock, ControlPlane, CurrentKey
 from api.responses import json_response
 
@@ -13,7 +14,7 @@ router = APIRouter()
 
 
 @router.get("/v1/auth/usage", summary="Requests used today, the daily limit, and when it resets")
-def usage(owner: CurrentKey, engine: ControlPlane, clock: AppClock) -> Response:
+def usage(request: Request, owner: CurrentKey, engine: ControlPlane, clock: AppClock) -> Response:
     """Counts are per account (all its keys share them), per UTC day."""
     now = clock.now()
     with engine.connect() as connection:
@@ -27,5 +28,11 @@ def usage(owner: CurrentKey, engine: ControlPlane, clock: AppClock) -> Response:
             "rows_today": rows_today,
             "plan": plan.code,
         },
-        headers={"Cache-Control": "no-store"},
+        headers={
+            "Cache-Control": "no-store",
+            **notice_headers(
+                request.headers.get("user-agent"),
+                request.app.state.settings.client_latest_version,
+            ),
+        },
     )

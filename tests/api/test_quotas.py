@@ -311,3 +311,32 @@ def test_status_and_usage_carry_no_rate_limit_headers(at_ten_fifteen: RunningApi
         _no_quota_headers(response)
     with api.client() as client:
         _no_quota_headers(client.post("/v1/status", headers={"X-API-Key": key}))
+
+
+def test_client_notices_on_the_request_limit_429s_only(
+    at_ten_fifteen: RunningApi, scenarios: dict
+) -> None:
+    api = at_ten_fifteen
+    old = {"User-Agent": "findata-python/0.1.0"}
+    bursting, snapshots = api.new_key("free"), api.new_key("free")
+    with api.store.engine.begin() as connection:
+        add_usage(connection, bursting.account.id, api.clock.now(), requests=40)
+        dates = [dt.date(2024, 1, 1) + dt.timedelta(days=n) for n in range(51)]
+        add_distinct(
+            connection, snapshots.account.id, api.clock.now().date(), "as_of",
+            [day.isoformat() for day in dates],
+        )  # fmt: skip
+    with api.client() as client:
+        client.headers.update(old)
+        burst = client.get(
+            f"/v1/prices/{scenarios['plain']['ticker']}", headers={"X-API-Key": bursting.key}
+        )
+        as_of = client.get(
+            f"/v1/index/{scenarios['index_events']['index']}",
+            params={"as_of": "2024-01-01"},
+            headers={"X-API-Key": snapshots.key},
+        )
+    assert burst.status_code == 429 and burst.json()["code"] == "burst_limit_reached"
+    assert burst.headers["X-Service-Client-Update"] == "true"
+    assert as_of.status_code == 429 and as_of.json()["code"] == "asof_limit_exceeded"
+    assert "X-Service-Client-Update" not in as_of.headers
