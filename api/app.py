@@ -15,6 +15,7 @@ from starlette.responses import Response
 
 from accounts.store import AccountStore
 from api.auth import authenticate, read_key
+from api.cache import response_cache
 from api.client_notices import NOTICED_ERRORS, notice_headers
 from api.errors import ApiError, BadRequest, MethodNotAllowed, UnknownEndpoint, error_response
 from api.front_door import API_PREFIX, FrontDoor
@@ -47,6 +48,7 @@ def create_app(
     app.state.accounts = AccountStore(app.state.engine, app.state.clock)
     app.state.published = PublishedData(app.state.engine, settings.published_dir)
     app.state.cursors = CursorCodec(cursor_secret(settings.cursor_secret, settings.home_dir))
+    app.state.cache = response_cache(settings.cache_url)
     app.state.quotas = (
         Quotas(app.state.engine, app.state.clock, time.sleep if sleep is None else sleep)
         if settings.quotas_enabled

@@ -20,6 +20,7 @@ from fastapi import APIRouter, Depends, Path, Query, Request
 from starlette.responses import Response
 
 from accounts.store import KeyOwner
+from api.cache import CachedAnswer, ResponseCache, cache_key
 from api.calls import EndpointAnswer, EndpointCall, PageWindow
 from api.client_notices import notice_headers
 from api.deps import optional_key, require_key
@@ -43,6 +44,8 @@ UPGRADE_TEXT = {
     "changes": "The change feed needs the Max plan or higher.",
     "webhooks": "Webhooks need the Max plan or higher.",
 }
+#: headers that belong to a cached answer (the rest are counted afresh for each request)
+CACHED_HEADERS = ("Cache-Control", "X-Data-Floor")
 NO_VERSION = "No data version is published yet; retry after the first refresh."
 
 
@@ -204,17 +207,45 @@ def _answer(
             cost = 1 if contract.counts_per == "request" else max(1, len(tickers or entity_ids))
             ip = request.client.host if request.client else "unknown"
             ticket = quotas.admit(owner, ip, cost)
-        answer = _handled(call, handler, quotas, ticket, tickers, entity_ids)
+        cache: ResponseCache = state.cache
+        key = cache_key(version.label, _view(plan, today), request.url.path, sent)
+        answer = _handled(
+            call, handler, quotas, ticket, (tickers, entity_ids), lambda: cache.get(key)
+        )
     finally:
         call.data.close()
-    headers: dict[str, str] = {}
-    if quotas is not None and ticket is not None:
-        rows = answer.row_count if answer.row_count is not None else len(answer.rows)
-        headers = quotas.settle(ticket, contract.name, 200, rows, entity_ids_of(answer.rows))
     notices = notice_headers(
         request.headers.get("user-agent"), state.settings.client_latest_version
     )
-    return _respond(call, answer, codec, fingerprint, {**headers, **notices})
+    if isinstance(answer, CachedAnswer):
+        headers = {**answer.headers, "Age": str(answer.age(state.clock.now()))}
+        if quotas is not None and ticket is not None:
+            counted = quotas.settle(
+                ticket, contract.name, 200, answer.rows, answer.entity_ids, cached=True
+            )
+            headers.update(counted)
+        return Response(
+            content=answer.body.encode(),
+            media_type="application/json",
+            headers={**headers, **notices},
+        )
+    rows = answer.row_count if answer.row_count is not None else len(answer.rows)
+    served = entity_ids_of(answer.rows)
+    headers: dict[str, str] = {}
+    if quotas is not None and ticket is not None:
+        headers = quotas.settle(ticket, contract.name, 200, rows, served)
+    response = _respond(call, answer, codec, fingerprint, {**headers, **notices})
+    if answer.cache_control != "no-store":
+        kept = {k: response.headers[k] for k in CACHED_HEADERS if k in response.headers}
+        stored_at = state.clock.now().timestamp()
+        cache.put(key, CachedAnswer(bytes(response.body).decode(), kept, stored_at, rows, served))
+    return response
+
+
+def _view(plan: Plan | None, today: dt.date) -> str:
+    """What shapes an answer besides the request: the plan (keyless: restricted bodies) and the
+    UTC day (Free's floor moves with it)."""
+    return f"{plan.code if plan else 'keyless'}:{today.isoformat()}"
 
 
 def _handled(
@@ -222,18 +253,21 @@ def _handled(
     handler: Handler,
     quotas: Quotas | None,
     ticket: Ticket | None,
-    tickers: list[str],
-    entity_ids: list[int],
-) -> EndpointAnswer:
-    """The handler's answer. An error after admission keeps the reservation when the spec
-    counts it (404, 409, 5xx: with the quota headers on 404 and 409) and gives it back when the
-    request is refused (400, 402, 429)."""
+    subjects: tuple[list[str], list[int]],
+    cached: Callable[[], CachedAnswer | None],
+) -> EndpointAnswer | CachedAnswer:
+    """The cached answer, else the handler's. An error after admission keeps the reservation
+    when the spec counts it (404, 409, 5xx: with the quota headers on 404 and 409) and gives it
+    back when the request is refused (400, 402, 429)."""
     try:
         as_of = call.params.get("as_of")
         if quotas and call.owner and as_of and call.contract.index_as_of_allowance:
             quotas.admit_index_as_of(call.owner, as_of)
+        hit = cached()
+        if hit is not None:
+            return hit
         if call.contract.subject:
-            _resolve(call, tickers, entity_ids)
+            _resolve(call, *subjects)
         return handler(call)
     except ApiError as error:
         if quotas is not None and ticket is not None:

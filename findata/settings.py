@@ -28,6 +28,11 @@ class Settings(BaseSettings):
         pattern=r"^\d+\.\d+\.\d+$",
         description="The recommended findata-python version; older clients get a notice.",
     )
+    cache_url: str | None = Field(
+        default=None,
+        description="redis://… to share the response cache between workers; default: each "
+        "worker caches in memory.",
+    )
     quotas_enabled: bool = Field(
         default=True,
         description="Count requests and enforce the plans' quotas (off only to measure their "

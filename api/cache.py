@@ -1,0 +1,98 @@
+"""The response cache of data answers (spec: ``Age``, "a response served from cache adds no
+rows").
+
+Keys hold the data version, the plan's view (plan code or keyless, and the UTC day, which moves
+Free's floor), the path and every parameter but the key: no account sees another plan's view,
+and a newly published version is never answered from an older one's entries. In-process by
+default; ``FINDATA_CACHE_URL=redis://…`` shares one cache between workers and hosts.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Protocol
+
+import orjson
+
+ENTRY_SECONDS = 24 * 3600  # a day at most: the view changes with the UTC day anyway
+
+
+@dataclass(frozen=True)
+class CachedAnswer:
+    """A 200 answer as served: its body, the headers that belong to it, and what it counted."""
+
+    body: str
+    headers: dict[str, str]
+    stored_at: float  # UTC seconds since the epoch, by the app's clock
+    rows: int
+    entity_ids: list[int]
+
+    def age(self, now: dt.datetime) -> int:
+        """Seconds in the cache (``Age``)."""
+        return max(0, int(now.timestamp() - self.stored_at))
+
+
+class ResponseCache(Protocol):
+    """Where answers are kept."""
+
+    def get(self, key: str) -> CachedAnswer | None: ...
+
+    def put(self, key: str, answer: CachedAnswer) -> None: ...
+
+
+def cache_key(version: str, view: str, path: str, sent: Mapping[str, str]) -> str:
+    """The key of one answer (the key itself, wherever it was sent, is not part of it)."""
+    parameters = sorted((name, value) for name, value in sent.items() if name != "api_key")
+    return (
+        "findata:answer:"
+        + hashlib.sha256(orjson.dumps([version, view, path, parameters])).hexdigest()
+    )
+
+
+class MemoryCache:
+    """Least recently used answers of this process."""
+
+    def __init__(self, entries: int = 4096) -> None:
+        self._entries = entries
+        self._answers: OrderedDict[str, CachedAnswer] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> CachedAnswer | None:
+        with self._lock:
+            answer = self._answers.get(key)
+            if answer is not None:
+                self._answers.move_to_end(key)
+            return answer
+
+    def put(self, key: str, answer: CachedAnswer) -> None:
+        with self._lock:
+            self._answers[key] = answer
+            self._answers.move_to_end(key)
+            while len(self._answers) > self._entries:
+                self._answers.popitem(last=False)
+
+
+class RedisCache:
+    """Answers shared by every worker that uses the same Redis."""
+
+    def __init__(self, url: str) -> None:
+        import redis
+
+        self._redis = redis.Redis.from_url(url)
+
+    def get(self, key: str) -> CachedAnswer | None:
+        raw = self._redis.get(key)
+        return None if raw is None else CachedAnswer(**orjson.loads(raw))
+
+    def put(self, key: str, answer: CachedAnswer) -> None:
+        self._redis.set(key, orjson.dumps(asdict(answer)), ex=ENTRY_SECONDS)
+
+
+def response_cache(url: str | None) -> ResponseCache:
+    """The configured cache: Redis for a ``redis://`` URL, else this process's memory."""
+    return RedisCache(url) if url else MemoryCache()

@@ -1,0 +1,91 @@
+"""The response cache over real HTTP: cached answers carry ``Age``, count requests but add no rows,
+never cross plans' views, and are shared between workers through Redis when configured."""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from api.app import create_app
+from findata.settings import Settings
+from tests.api.server import RunningApi, serve, start_clock
+
+
+def _usage(api: RunningApi, key: str) -> dict:
+    with api.client() as client:
+        return client.get("/v1/auth/usage", headers={"X-API-Key": key}).json()
+
+
+def test_a_cached_answer(api: RunningApi, scenarios: dict) -> None:
+    key = api.new_key("pro").key
+    path = f"/v1/prices/{scenarios['plain']['ticker']}"
+    params = {"start": "2026-01-01", "limit": 7, "cache-test": uuid.uuid4().hex}
+    with api.client() as client:
+        client.headers["X-API-Key"] = key
+        first = client.get(path, params=params)
+        assert "Age" not in first.headers and first.headers["X-Rows-Today"] == "7"
+        api.clock.advance(dt.timedelta(seconds=30))
+        second = client.get(path, params=params)
+    assert second.status_code == 200 and second.content == first.content
+    assert second.headers["Age"] == "30"
+    assert "X-Rows-Today" not in second.headers and "X-Entities-Today" not in second.headers
+    assert second.headers["X-RateLimit-Remaining-Day"] == str(10_000 - 2)
+    assert second.headers["Cache-Control"] == "public, max-age=86400"
+    usage = _usage(api, key)
+    assert (usage["requests_today"], usage["rows_today"]) == (2, 7)  # counted, no rows added
+
+
+def test_plans_never_see_each_others_answers(api: RunningApi, scenarios: dict) -> None:
+    path = f"/v1/prices/{scenarios['plain']['ticker']}"
+    params = {"start": "2020-01-01", "limit": 3, "cache-test": uuid.uuid4().hex}
+    with api.client() as client:
+        free = client.get(path, params=params, headers={"X-API-Key": api.new_key("free").key})
+        pro = client.get(path, params=params, headers={"X-API-Key": api.new_key("pro").key})
+        free_again = client.get(path, params=params, headers={"X-API-Key": api.new_key("free").key})
+    assert "Age" not in pro.headers and "X-Data-Floor" not in pro.headers
+    assert not [w for w in pro.json()["warnings"] if w.startswith("Free plan history")]
+    assert pro.json()["data"][0]["date"] < free.json()["data"][0]["date"]
+    assert free_again.headers["Age"] == "0" and free_again.content == free.content
+    assert free_again.headers["X-Data-Floor"] == free.headers["X-Data-Floor"]
+
+
+def test_keyless_resolve_is_not_kept(api: RunningApi, scenarios: dict) -> None:
+    path = f"/v1/resolve/{scenarios['plain']['ticker']}"
+    with api.client() as client:
+        client.get(path)
+        again = client.get(path)
+        keyed = client.get(path, headers={"X-API-Key": api.new_key("pro").key})
+    assert "Age" not in again.headers and again.headers["Cache-Control"] == "no-store"
+    assert "restricted" in again.json() and "restricted" not in keyed.json()
+
+
+@pytest.fixture
+def two_workers_on_redis(published_home: Path) -> Iterator[tuple[RunningApi, RunningApi]]:
+    """Two app instances (as two workers would be) sharing the machine's Redis."""
+    clock = start_clock()
+    settings = Settings(home=published_home, cache_url="redis://127.0.0.1:6379/0")
+    with (
+        serve(create_app(settings, clock), clock) as first,
+        serve(create_app(settings, clock), clock) as second,
+    ):
+        yield first, second
+
+
+def test_workers_share_answers_through_redis(
+    two_workers_on_redis: tuple[RunningApi, RunningApi], scenarios: dict
+) -> None:
+    first, second = two_workers_on_redis
+    key = first.new_key("pro").key
+    path = f"/v1/prices/{scenarios['plain']['ticker']}"
+    params = {"limit": 4, "cache-test": uuid.uuid4().hex}
+    with first.client() as client:
+        answered = client.get(path, params=params, headers={"X-API-Key": key})
+    first.clock.advance(dt.timedelta(seconds=12))
+    with second.client() as client:
+        cached = client.get(path, params=params, headers={"X-API-Key": key})
+    assert "Age" not in answered.headers
+    assert cached.headers["Age"] == "12" and cached.content == answered.content
