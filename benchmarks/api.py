@@ -15,6 +15,7 @@ path: the one-ticker request again on a second server started with quotas off
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import socket
@@ -25,7 +26,9 @@ import tempfile
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -49,9 +52,15 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
-def _measure(url: str, key: str, path: str, params: dict, clients: int, seconds: float) -> dict:
-    """C clients in threads, each with its own connection, for ``seconds``."""
+Params = dict[str, Any] | Callable[[int], dict[str, Any]]
+
+
+def _measure(url: str, key: str, path: str, params: Params, clients: int, seconds: float) -> dict:
+    """C clients in threads, each with its own connection, for ``seconds``. ``params`` may be a
+    function of a request counter (to make every request a different one: cache misses)."""
     latencies: list[float] = []
+    cached = [0]
+    counter = itertools.count()
     errors: Counter[str] = Counter()
     rows = [0]
     lock = threading.Lock()
@@ -61,11 +70,13 @@ def _measure(url: str, key: str, path: str, params: dict, clients: int, seconds:
         with httpx.Client(base_url=url, headers={"X-API-Key": key}, timeout=60) as client:
             while time.perf_counter() < deadline:
                 started = time.perf_counter()
-                response = client.get(path, params=params)
+                sent = params(next(counter)) if callable(params) else params
+                response = client.get(path, params=sent)
                 elapsed = time.perf_counter() - started
                 with lock:
                     if response.status_code == 200:
                         latencies.append(elapsed)
+                        cached[0] += "Age" in response.headers
                         data = response.json().get("data")
                         rows[0] = len(data) if isinstance(data, list) else rows[0]
                     else:
@@ -82,6 +93,7 @@ def _measure(url: str, key: str, path: str, params: dict, clients: int, seconds:
     return {
         "requests": len(ordered),
         "errors": dict(errors),
+        "cache_hits": cached[0],
         "rows_per_response": rows[0],
         "requests_per_second": round(len(ordered) / wall, 1),
         "p50_ms": round(statistics.median(ordered) * 1000, 1) if ordered else None,
@@ -102,38 +114,31 @@ def main() -> None:
         print(f"building the small demo in {home} …", file=sys.stderr)
         _findata(home, "demo", "--no-serve")
     scenarios = json.loads((home / "demo" / "scenarios.json").read_text())
-    key = json.loads(
-        _findata(
-            home, "keys", "create", "--email", f"bench-{os.getpid()}@example.com", "--plan", "pro"
-        )
-    )["key"]
+    # Redistribution: its allowances (500,000 requests, 50,000,000 rows an hour) are not what
+    # this measures
+    email = f"bench-{os.getpid()}@example.com"
+    created = _findata(home, "keys", "create", "--email", email, "--plan", "redistribution")
+    key = json.loads(created)["key"]
 
-    port = _free_port()
-    url = f"http://127.0.0.1:{port}"
-    env = {**os.environ, "FINDATA_HOME": str(home)}
-    server = subprocess.Popen(
-        [str(FINDATA), "serve", "--port", str(port), "--workers", str(args.workers)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    url, server = _serve(home, args.workers, quotas=True)
     try:
-        for _ in range(300):
-            try:
-                httpx.get(f"{url}/v1/status", timeout=1)
-                break
-            except httpx.TransportError:
-                time.sleep(0.1)
         as_of = scenarios["as_of"]
         year_ago = f"{int(as_of[:4]) - 1}{as_of[4:]}"
         plain = scenarios["plain"]["ticker"]
         classes = scenarios["share_classes"]["class_tickers"]
         others = [scenarios["renamed"]["new_ticker"], scenarios["delisted"]["ticker"]]
         many = ",".join([plain, *classes, *others])
-        kinds = {
+        year = {"start": year_ago, "end": as_of}
+        # a limit above the answer's size (or the page maximum) changes nothing in the rows but
+        # makes each request a different one: every such request misses the response cache
+        kinds: dict[str, tuple[str, Params]] = {
             "status (no key, no data)": ("/v1/status", {}),
-            "prices 1 ticker x 1 year": (f"/v1/prices/{plain}", {"start": year_ago, "end": as_of}),
-            "prices 5,000-row page": (f"/v1/prices/{many}", {"limit": 5000}),
+            "prices 1 ticker x 1 year, cached": (f"/v1/prices/{plain}", year),
+            "prices 1 ticker x 1 year": (
+                f"/v1/prices/{plain}",
+                lambda n: {**year, "limit": 300 + n},
+            ),
+            "prices 5,000-row page": (f"/v1/prices/{many}", lambda n: {"limit": 5000 + n}),
         }
         print(
             f"server: {args.workers} worker(s); {args.clients} clients; {args.seconds:.0f} s each"
@@ -141,16 +146,16 @@ def main() -> None:
         for name, (path, params) in kinds.items():
             _measure(url, key, path, params, 1, 1.0)  # warm the version's connection
             figures = _measure(url, key, path, params, args.clients, args.seconds)
-            print(f"{name:28s} {json.dumps(figures)}")
+            print(f"{name:34s} {json.dumps(figures)}")
     finally:
         server.terminate()
         server.wait(timeout=30)
     url, server = _serve(home, args.workers, quotas=False)
     try:
-        path, params = kinds["prices 1 ticker x 1 year"]
+        path, params = kinds["prices 1 ticker x 1 year"]  # every request a cache miss
         _measure(url, key, path, params, 1, 1.0)
         figures = _measure(url, key, path, params, args.clients, args.seconds)
-        print(f"{'same, quotas off':28s} {json.dumps(figures)}")
+        print(f"{'prices 1 ticker x 1 year, quotas off':34s} {json.dumps(figures)}")
     finally:
         server.terminate()
         server.wait(timeout=30)

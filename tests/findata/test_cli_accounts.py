@@ -165,3 +165,12 @@ def test_serve_answers_with_several_workers(served: tuple[str, Cli]) -> None:
             assert response.status_code == 200
             assert response.json()["daily_limit"] == 10_000
         assert client.get("/v1/auth/usage").status_code == 401
+
+
+def test_ips_block_and_unblock(cli: Cli) -> None:
+    assert cli.json("ips", "block", "192.0.2.7") == {"ip": "192.0.2.7", "blocked": True}
+    assert cli.json("ips", "block", "2001:db8:0::1")["ip"] == "2001:db8::1"  # canonical form
+    assert cli.json("ips", "unblock", "192.0.2.7")["was_blocked"] is True
+    assert cli.json("ips", "unblock", "192.0.2.7")["was_blocked"] is False
+    refused = cli.run("ips", "block", "not-an-ip")
+    assert refused.returncode == 1 and "not an IP address" in refused.stderr
