@@ -169,6 +169,17 @@ def _periods(
     return chosen
 
 
+def valid_on(on: dt.date, binder: Binder) -> exp.Expression:
+    """A ``ticker_history`` period holds ``on`` (``valid_to`` is the last day, inclusive)."""
+    return exp.and_(
+        exp.LTE(this=column("valid_from"), expression=binder(on)),
+        exp.or_(
+            column("valid_to").is_(exp.null()),
+            exp.GTE(this=column("valid_to"), expression=binder(on)),
+        ),
+    )
+
+
 def _class_tickers(cursor: duckdb.DuckDBPyConnection, issuer: int, on: dt.date) -> list[str]:
     binder = Binder()
     query = (
@@ -177,13 +188,7 @@ def _class_tickers(cursor: duckdb.DuckDBPyConnection, issuer: int, on: dt.date) 
         .where(column("issuer_entity_id").eq(binder(issuer)))
         .where(column("ticker_kind").eq(binder("own")))
         .where(column("entity_grain").eq(binder("security")))
-        .where(exp.LTE(this=column("valid_from"), expression=binder(on)))
-        .where(
-            exp.or_(
-                column("valid_to").is_(exp.null()),
-                exp.GTE(this=column("valid_to"), expression=binder(on)),
-            )
-        )
+        .where(valid_on(on, binder))
         .order_by("ticker")
     )
     return [row["ticker"] for row in fetch_dicts(cursor, query, binder)]

@@ -101,16 +101,21 @@ def ambiguous_detail(tickers: list[str], on: dt.date) -> str:
     )
 
 
+def ambiguous_ticker(resolution: Resolution, on: dt.date) -> ApiError:
+    """The 409 of a request whose only tickers are ambiguous."""
+    return ApiError(
+        "ambiguous_ticker",
+        ambiguous_detail(list(resolution.ambiguous), on),
+        candidates=resolution.ambiguous,
+        hint=HINT,
+    )
+
+
 def _refuse_when_nothing_resolved(resolution: Resolution, on: dt.date) -> None:
     if resolution.resolved:
         return
     if resolution.ambiguous:
-        raise ApiError(
-            "ambiguous_ticker",
-            ambiguous_detail(list(resolution.ambiguous), on),
-            candidates=resolution.ambiguous,
-            hint=HINT,
-        )
+        raise ambiguous_ticker(resolution, on)
     if resolution.unlisted:
         raise NotFound(
             f"No listed security on {on.isoformat()} for: {', '.join(resolution.unlisted)}"

@@ -8,6 +8,7 @@ from sqlglot import exp
 
 from api.calls import EndpointAnswer, EndpointCall, ordered_page
 from api.query import Binder, column, fetch_dicts, order_by
+from api.resolution import valid_on
 
 #: flag -> the column whose true rows the flag's ``false`` leaves out (uncoded: the opposite)
 EXCLUDED_WHEN_FALSE = {
@@ -60,13 +61,7 @@ def _tickers_served(call: EndpointCall) -> list[str]:
         .from_("ticker_history")
         .where(column("issuer_entity_id").isin(*binder.each(call.subjects.entity_ids)))
         .where(column("entity_grain").eq(binder("security")))
-        .where(exp.LTE(this=column("valid_from"), expression=binder(on)))
-        .where(
-            exp.or_(
-                column("valid_to").is_(exp.null()),
-                exp.GTE(this=column("valid_to"), expression=binder(on)),
-            )
-        )
+        .where(valid_on(on, binder))
         .order_by("ticker")
     )
     rows: list[dict[str, Any]] = fetch_dicts(call.data, query, binder)

@@ -14,10 +14,10 @@ from typing import Any
 from sqlglot import exp
 
 from api.calls import EndpointAnswer, EndpointCall
-from api.errors import ApiError, BadRequest, NotFound
+from api.errors import BadRequest, NotFound
 from api.query import Binder, column, fetch_dicts
 from api.resolution import Resolution, resolve_tickers
-from api.subjects import HINT, ambiguous_detail, check_subject_count, parse_tickers
+from api.subjects import ambiguous_ticker, check_subject_count, parse_tickers
 from contracts.endpoints import Subject
 
 #: the plan's limit for resolve (Free and keyless 1, paid 10); the path's parameter name
@@ -137,12 +137,7 @@ def _refuse_when_nothing_resolved(resolution: Resolution, on: dt.date) -> None:
     if resolution.resolved:
         return
     if resolution.ambiguous:
-        raise ApiError(
-            "ambiguous_ticker",
-            ambiguous_detail(list(resolution.ambiguous), on),
-            candidates=resolution.ambiguous,
-            hint=HINT,
-        )
+        raise ambiguous_ticker(resolution, on)
     sentences = [_unlisted(ticker, issuer, on) for ticker, issuer in resolution.unlisted.items()]
     if resolution.unmatched:
         sentences.append(f"No matching entities for: {', '.join(resolution.unmatched)}")
