@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import duckdb
+import sqlalchemy as sa
 from sqlglot import exp
 
 from accounts.store import KeyOwner
@@ -44,11 +45,13 @@ class EndpointCall:
     path: dict[str, str]
     data: duckdb.DuckDBPyConnection
     version: Version
+    control_plane: sa.Engine
     today: dt.date
     page: PageWindow | None
     floor: dt.date | None = None
     subjects: Resolution | None = None
     subject_date: dt.date | None = None
+    change_cursor: str | None = None  # keyed data answers: where their change feed starts
     warnings: list[str] = field(default_factory=list)
 
     def window(self) -> tuple[dt.date | None, dt.date | None]:

@@ -17,6 +17,9 @@ def envelope(call: EndpointCall, answer: EndpointAnswer, next_cursor: str | None
         body = _counted(call, answer, next_cursor)
     else:
         body = {"data": answer.rows, "meta": _data_meta(call, answer, next_cursor)}
+    if call.change_cursor is not None and kind != "resolve":
+        # where this data's reader starts the change feed (spec: "Response envelope")
+        body["meta"]["change_cursor"] = call.change_cursor
     if warnings:
         body["warnings"] = list(dict.fromkeys(warnings))
     return body

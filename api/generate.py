@@ -190,10 +190,13 @@ def _answer(
         path=path_values,
         data=published.cursor(version),
         version=version,
+        control_plane=state.engine,
         today=today,
         page=_page(contract, params.get("limit"), params.get("offset"), cursor_state),
         warnings=list(params.warnings),
     )
+    if owner is not None and contract.dataset:
+        call.change_cursor = published.change_cursor(version)
     quotas: Quotas | None = state.quotas
     ticket: Ticket | None = None
     try:

@@ -15,6 +15,7 @@ from pathlib import Path
 import duckdb
 import sqlalchemy as sa
 
+from findata.change_cursor import encode_change_cursor
 from findata.control_plane import schema
 from findata.published import current_version
 
@@ -23,6 +24,7 @@ from findata.published import current_version
 class Version:
     """A published version as the API needs it."""
 
+    id: int
     label: str
     path: Path
     published_at: dt.datetime
@@ -53,6 +55,16 @@ class PublishedData:
             return None
         return self._version(row)
 
+    def change_cursor(self, version: Version) -> str:
+        """Where a client of ``version``'s data starts the change feed: after the last record
+        of that version or an earlier one."""
+        records = schema.change_records
+        with self.engine.connect() as connection:
+            last = connection.execute(
+                sa.select(sa.func.max(records.c.id)).where(records.c.version_id <= version.id)
+            ).scalar_one()
+        return encode_change_cursor(last or 0)
+
     def cursor(self, version: Version) -> duckdb.DuckDBPyConnection:
         """A cursor of its own on ``version`` (DuckDB cursors are per thread)."""
         with self._lock:
@@ -64,6 +76,7 @@ class PublishedData:
 
     def _version(self, row: sa.Row) -> Version:
         return Version(
+            id=row.id,
             label=row.label,
             path=self.published_dir / row.file_name,
             published_at=row.published_at,

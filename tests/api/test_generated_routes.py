@@ -31,6 +31,7 @@ SPEC_DATA_ENDPOINTS = {
     "/v1/managers/{manager_id}/holdings": "manager_holdings",
     "/v1/index/{index_name}": "index",
     "/v1/index/{index_name}/events": "index_events",
+    "/v1/changes": "changes",
 }
 HAND_WRITTEN = {"/v1/status", "/v1/auth/usage"}  # not data endpoints: no contract
 
