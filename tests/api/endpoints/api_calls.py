@@ -5,6 +5,7 @@ serves (the tests' oracle)."""
 from __future__ import annotations
 
 import datetime as dt
+import re
 from typing import Any
 
 import duckdb
@@ -20,6 +21,9 @@ QUARTER_TEXT = (
     "Invalid quarter: '{}' (expected a quarter end: YYYY-03-31, YYYY-06-30, YYYY-09-30 or "
     "YYYY-12-31)"
 )
+
+
+CHANGE_CURSOR = re.compile(r"chg_\d{12}")
 
 
 def get(api: RunningApi, key: str | None, path: str, **params: Any) -> httpx.Response:
@@ -88,14 +92,22 @@ def walk_cursor_pages(
 def walk_bare_counted_pages(
     api: RunningApi, key: str, path: str, **params: Any
 ) -> list[dict[str, Any]]:
-    """Every page of a counted cursor query whose meta holds only has_more and next_cursor."""
+    """Every page of a counted cursor query whose meta holds only has_more and next_cursor (and
+    the change_cursor of a keyed data response)."""
     pages = walk_cursor_pages(api, key, path, counted=True, **params)
     for body in pages:
-        assert body["meta"] == {
+        assert without_change_cursor(body["meta"]) == {
             "has_more": body["next_cursor"] is not None,
             "next_cursor": body["next_cursor"],
         }
     return pages
+
+
+def without_change_cursor(meta: dict[str, Any]) -> dict[str, Any]:
+    """``meta`` less its ``change_cursor``, which every keyed data response carries."""
+    rest = dict(meta)
+    assert CHANGE_CURSOR.fullmatch(rest.pop("change_cursor")), meta
+    return rest
 
 
 def walk_cursor_rows(api: RunningApi, key: str, path: str, **params: Any) -> list[Row]:

@@ -22,6 +22,7 @@ from tests.api.endpoints.api_calls import (
     issuers_of_entities,
     rows_of,
     walk_cursor_pages,
+    without_change_cursor,
 )
 from tests.api.server import RunningApi
 
@@ -119,7 +120,7 @@ def test_envelope_and_row(
     assert list(body) == ["data", "count", "next_cursor", "tickers", "data_through", "meta"]
     assert body["count"] == 5
     assert isinstance(body["next_cursor"], str)
-    assert body["meta"] == {
+    assert without_change_cursor(body["meta"]) == {
         "has_more": True,
         "next_cursor": body["next_cursor"],
         "entity_id_is": "issuer",

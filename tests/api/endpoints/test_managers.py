@@ -22,6 +22,7 @@ from tests.api.endpoints.api_calls import (
     json_dates,
     rows_of,
     walk_bare_counted_pages,
+    without_change_cursor,
 )
 from tests.api.server import RunningApi
 
@@ -85,6 +86,7 @@ def test_search(
     padded = _walk(api, pro_key, "/v1/managers", limit=5, search=f"000{wanted['manager_id']}")
     assert padded == by_cik
     nothing = get(api, pro_key, "/v1/managers", search="%_zz-no-such-manager").json()
+    nothing["meta"] = without_change_cursor(nothing["meta"])
     assert nothing == {
         "data": [],
         "count": 0,
