@@ -110,10 +110,7 @@ def _parse(parameter: Parameter, raw: str, params: RequestParams) -> Any:
             raise BadRequest(_text(parameter, raw))
         return day
     if kind == "positive_int":
-        number = _whole_number(raw)
-        if number is None or number < 1:
-            raise BadRequest(_text(parameter, raw))
-        return number
+        return _whole_number_in(parameter, raw, 1, None)
     if kind == "positive_ints":
         numbers = []
         for piece in raw.split(","):
@@ -127,15 +124,9 @@ def _parse(parameter: Parameter, raw: str, params: RequestParams) -> Any:
             raise BadRequest(_text(parameter, raw))
         return raw.strip()
     if kind == "limit":
-        number = _whole_number(raw)
-        if number is None or not 1 <= number <= MAX_LIMIT_VALUE:
-            raise BadRequest(_text(parameter, raw))
-        return number
+        return _whole_number_in(parameter, raw, 1, MAX_LIMIT_VALUE)
     if kind == "offset":
-        number = _whole_number(raw)
-        if number is None or number < 0:
-            raise BadRequest(_text(parameter, raw))
-        return number
+        return _whole_number_in(parameter, raw, 0, None)
     if kind == "fields":
         return [name.strip() for name in raw.split(",") if name.strip()]
     return raw  # cursor (decoded by api.paging), key (read by api.auth)
@@ -168,6 +159,14 @@ def _whole_number(raw: str) -> int | None:
     if WHOLE_NUMBER.fullmatch(raw) is None:
         return None
     return int(raw.split(".")[0])
+
+
+def _whole_number_in(parameter: Parameter, raw: str, low: int, high: int | None) -> int:
+    """``raw`` as a whole number from ``low`` to ``high`` (no bound: None), else the 400."""
+    number = _whole_number(raw)
+    if number is None or number < low or (high is not None and number > high):
+        raise BadRequest(_text(parameter, raw))
+    return number
 
 
 def _text(parameter: Parameter, value: str, fallback: str | None = None) -> str:

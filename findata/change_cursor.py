@@ -6,7 +6,11 @@ no secret because it only says where a reader is in a feed every paid key can re
 
 from __future__ import annotations
 
+import datetime as dt
 import re
+
+#: how long the change feed keeps records (spec: "The feed keeps 90 days of records")
+FEED_RETENTION = dt.timedelta(days=90)
 
 _PREFIX = "chg_"
 _CURSOR = re.compile(r"^chg_(\d{12})$")

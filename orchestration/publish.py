@@ -34,15 +34,13 @@ import duckdb
 import sqlalchemy as sa
 
 from contracts.datasets import DatasetContract, dataset_names, load_dataset_contract
-from findata.change_cursor import encode_change_cursor
+from findata.change_cursor import FEED_RETENTION, encode_change_cursor
 from findata.clock import Clock
 from findata.control_plane import schema
 from findata.control_plane.database import engine_for
 from findata.published import current_version
 from findata.settings import Settings
 
-#: change feed retention (spec: the feed keeps 90 days of records)
-RETENTION = dt.timedelta(days=90)
 #: environment variable naming a point where publishing kills its own process (crash tests)
 FAULT_ENV = "FINDATA_FAULT_INJECT"
 FAULT_AFTER_VERSION_FILE = "after-version-file"
@@ -355,7 +353,7 @@ def publish(settings: Settings, *, run_id: str, clock: Clock) -> PublishResult:
                 )
             connection.execute(
                 sa.delete(schema.change_records).where(
-                    schema.change_records.c.created_at < now - RETENTION
+                    schema.change_records.c.created_at < now - FEED_RETENTION
                 )
             )
         summary = {

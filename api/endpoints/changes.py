@@ -10,11 +10,10 @@ import sqlalchemy as sa
 from api.calls import EndpointAnswer, EndpointCall
 from api.errors import ApiError, BadRequest
 from api.params import DATE_PATTERN
-from findata.change_cursor import decode_change_cursor, encode_change_cursor
+from findata.change_cursor import FEED_RETENTION, decode_change_cursor, encode_change_cursor
 from findata.control_plane.schema import change_records, versions
 
 DEFAULT_LIMIT, MAX_LIMIT = 1000, 5000
-RETENTION = dt.timedelta(days=90)
 EXPIRED = (
     "since is older than the 90 days of records the feed keeps: re-pull your stored data, then "
     "continue from meta.latest_cursor."
@@ -66,7 +65,7 @@ def _position(call: EndpointCall, connection: sa.Connection, oldest: int | None)
         except ValueError:
             day = None
         if day is not None:
-            if day < call.today - RETENTION:
+            if day < call.today - FEED_RETENTION:
                 raise ApiError("cursor_expired", EXPIRED)
             start = dt.datetime.combine(day, dt.time(), tzinfo=dt.UTC)
             before = connection.execute(

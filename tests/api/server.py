@@ -8,6 +8,8 @@ import datetime as dt
 import json
 import shutil
 import socket
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -98,6 +100,37 @@ def fresh_keyless_allowance() -> Iterator[None]:
     for running in SERVING:
         with running.store.engine.begin() as connection:
             connection.execute(usage_counters.delete().where(usage_counters.c.subject.like("ip:%")))
+
+
+@contextmanager
+def findata_serve(env: dict[str, str], workers: int) -> Iterator[tuple[str, str]]:
+    """``findata serve --workers N`` as a user runs it, on a free port, until the block ends;
+    yields its URL, then (for the caller's checks, after it stopped) what it printed."""
+    findata = Path(sys.executable).parent / "findata"
+    port = _free_port()
+    process = subprocess.Popen(
+        [str(findata), "serve", "--port", str(port), "--workers", str(workers)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    printed: list[str] = []
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                httpx.get(f"{url}/v1/status", timeout=2)
+                break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline and process.poll() is None, "no server"
+                time.sleep(0.2)
+        yield url, printed
+    finally:
+        process.terminate()
+        output, _ = process.communicate(timeout=60)
+        printed.append(output)
 
 
 def start_clock() -> ManualClock:

@@ -7,12 +7,8 @@ from __future__ import annotations
 import datetime as dt
 import os
 import shutil
-import socket
 import sqlite3
-import subprocess
-import sys
 import threading
-import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,9 +24,9 @@ from findata.clock import SystemClock
 from findata.control_plane.database import engine_for
 from findata.control_plane.schema import versions
 from findata.settings import Settings
+from tests.api.server import findata_serve
 from tests.databases import fresh_postgres_database
 
-FINDATA = Path(sys.executable).parent / "findata"
 CLIENTS, EACH = 8, 10  # 80 requests at once
 ALLOWED = 37  # what is left of the day's 100 (under the hourly 40, so the day decides)
 
@@ -68,29 +64,10 @@ def served(
         env.pop("FINDATA_DATABASE_URL", None)
         if settings.database_url:
             env["FINDATA_DATABASE_URL"] = settings.database_url
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            port = probe.getsockname()[1]
-        process = subprocess.Popen(
-            [str(FINDATA), "serve", "--port", str(port), "--workers", "4"],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        url_base = f"http://127.0.0.1:{port}"
         try:
-            deadline = time.monotonic() + 90
-            while True:
-                try:
-                    httpx.get(f"{url_base}/v1/status", timeout=2)
-                    break
-                except httpx.TransportError:
-                    assert time.monotonic() < deadline and process.poll() is None
-                    time.sleep(0.2)
-            yield url_base, settings
+            with findata_serve(env, workers=4) as (url_base, _printed):
+                yield url_base, settings
         finally:
-            process.terminate()
-            process.wait(timeout=60)
             engine_for(settings.control_plane_url).dispose()
 
 

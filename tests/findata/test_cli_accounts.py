@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +15,7 @@ import pytest
 import sqlalchemy as sa
 
 from accounts.keys import is_complete_key, key_hash
+from tests.api.server import findata_serve
 
 FINDATA = Path(sys.executable).parent / "findata"
 
@@ -123,34 +122,11 @@ def test_max_refuses_a_sixth_key(cli: Cli) -> None:
 
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[tuple[str, Cli]]:
-    """``findata serve --workers 2`` on a free port, stopped afterwards."""
+    """``findata serve --workers 2``, stopped afterwards."""
     cli = Cli(tmp_path / "home", None)
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    process = subprocess.Popen(
-        [str(FINDATA), "serve", "--port", str(port), "--workers", "2"],
-        env=cli.env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                httpx.get(f"{url}/v1/status", timeout=1)
-                break
-            except httpx.TransportError:
-                if time.monotonic() > deadline or process.poll() is not None:
-                    raise
-                time.sleep(0.2)
+    with findata_serve(cli.env, workers=2) as (url, printed):
         yield url, cli
-    finally:
-        process.terminate()
-        output, _ = process.communicate(timeout=30)
-        assert "fdk_" not in output  # nothing the server logged shows a key
+    assert "fdk_" not in printed[0]  # nothing the server logged shows a key
 
 
 def test_serve_answers_with_several_workers(served: tuple[str, Cli]) -> None:
