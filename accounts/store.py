@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from accounts.keys import key_hash, new_key, visible_prefix
 from accounts.tables import accounts, api_keys
 from contracts.plans import Plan, load_plans, plan
-from findata.clock import Clock
+from findata.clock import Clock, as_utc
 
 EMAIL_PATTERN = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s.]+")
 
@@ -200,9 +200,9 @@ class AccountStore:
         if row is None or not hmac.compare_digest(row.key_hash, presented):
             return None
         account = Account(
-            row.account_id, row.email, row.plan, row.state, _utc(row.account_created_at)
+            row.account_id, row.email, row.plan, row.state, as_utc(row.account_created_at)
         )
-        revoked_at = None if row.revoked_at is None else _utc(row.revoked_at)
+        revoked_at = None if row.revoked_at is None else as_utc(row.revoked_at)
         return KeyOwner(row.id, row.prefix, revoked_at, account)
 
     def list_keys(self, account_id: str) -> list[dict[str, object]]:
@@ -254,7 +254,7 @@ def _account(connection: sa.Connection, *, account_id: str) -> Account:
 
 
 def _to_account(row: sa.Row) -> Account:
-    return Account(row.id, row.email, row.plan, row.state, _utc(row.created_at))
+    return Account(row.id, row.email, row.plan, row.state, as_utc(row.created_at))
 
 
 def _active_key_ids_newest_first(connection: sa.Connection, account_id: str) -> list[int]:
@@ -275,8 +275,3 @@ def _revoke(connection: sa.Connection, key_ids: list[int], when: dt.datetime) ->
             .where(api_keys.c.id.in_(key_ids), api_keys.c.revoked_at.is_(None))
             .values(revoked_at=when)
         )
-
-
-def _utc(value: dt.datetime) -> dt.datetime:
-    """SQLite returns naive datetimes; everything stored is UTC."""
-    return value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)

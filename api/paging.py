@@ -12,8 +12,6 @@ import base64
 import binascii
 import hashlib
 import hmac
-import os
-import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +19,7 @@ from pathlib import Path
 import orjson
 
 from api.errors import ApiError, BadRequest
+from findata.local_secrets import local_secret
 
 SCHEME = 2  # cursors of any other scheme are refused as "earlier paging scheme"
 UNBOUND = ("limit", "cursor", "api_key")  # parameters a cursor is not bound to
@@ -112,19 +111,7 @@ def cursor_secret(configured: str | None, home: Path) -> bytes:
     random one kept in ``$FINDATA_HOME/secrets/cursor.key`` shared by the workers of one host."""
     if configured:
         return configured.encode()
-    path = home / "secrets" / "cursor.key"
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        candidate = path.with_name(f".cursor.key.{os.getpid()}")
-        candidate.write_bytes(secrets.token_bytes(32))
-        candidate.chmod(0o600)
-        try:
-            os.link(candidate, path)  # first writer wins; the others read its secret
-        except FileExistsError:
-            pass
-        finally:
-            candidate.unlink()
-    return path.read_bytes()
+    return local_secret(home, "cursor.key")
 
 
 def _b64(data: bytes) -> str:

@@ -1,7 +1,7 @@
-"""The ``findata`` command line (Typer).
+"""The ``findata`` command line (Typer): DESIGN.md's interface contract.
 
-Commands of DESIGN.md's interface contract that belong to issues not built yet say so on stderr
-and exit with status 2; none of them pretends to work.
+Commands print JSON on stdout; a refused operation prints its reason on stderr, exits 1 and
+changes nothing.
 """
 
 from __future__ import annotations
@@ -10,9 +10,10 @@ import json
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import asdict
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -21,6 +22,8 @@ from findata.settings import get_settings
 
 if TYPE_CHECKING:
     from accounts.store import Account, AccountStore
+    from webhooks.endpoints import WebhookEndpoints
+    from webhooks.worker import DeliveryWorker
 
 app = typer.Typer(
     help="findata: financial data pipeline and API.", no_args_is_help=True, add_completion=False
@@ -43,17 +46,10 @@ for name, sub in (
 ):
     app.add_typer(sub, name=name)
 
-NOT_BUILT_EXIT = 2
-
 
 class Size(StrEnum):
     small = "small"
     large = "large"
-
-
-def _not_built(what: str, issue: int) -> NoReturn:
-    typer.echo(f"findata: {what} is not built yet (issue #{issue}); nothing was done.", err=True)
-    raise typer.Exit(NOT_BUILT_EXIT)
 
 
 def _print_json(value: object) -> None:
@@ -87,7 +83,7 @@ def demo(
         typer.echo(f"demo: landing {settings.landing_dir} is not empty; using what is there")
     _refresh()
     if not no_serve:
-        _serve("127.0.0.1", port, 1)
+        _serve("127.0.0.1", port, 1, webhooks=True)
 
 
 @landing_app.command("check")
@@ -140,17 +136,33 @@ def serve(
     host: Annotated[str, typer.Option()] = "127.0.0.1",
     port: Annotated[int, typer.Option()] = 8000,
     workers: Annotated[int, typer.Option(min=1)] = 1,
+    webhooks: Annotated[
+        bool, typer.Option("--webhooks", help="Also run the webhook delivery worker.")
+    ] = False,
 ) -> None:
     """Serve the API (uvicorn; each worker builds the app from the environment)."""
-    _serve(host, port, workers)
+    _serve(host, port, workers, webhooks)
 
 
-def _serve(host: str, port: int, workers: int) -> None:
+def _serve(host: str, port: int, workers: int, webhooks: bool) -> None:
+    import threading
+
     import uvicorn
 
     from findata.control_plane.database import upgrade
 
-    upgrade(get_settings().control_plane_url)  # once here, not racing in every worker
+    settings = get_settings()
+    upgrade(settings.control_plane_url)  # once here, not racing in every worker
+    if webhooks:
+        # one delivery worker beside the API in this process (others may run elsewhere)
+        stop = threading.Event()
+        worker = _delivery_worker()
+        threading.Thread(
+            target=worker.run,
+            args=(stop, settings.webhooks_poll_seconds),
+            name="webhook-worker",
+            daemon=True,
+        ).start()
     # uvicorn's access log prints query strings, which may hold a key: the API logs its own
     uvicorn.run(
         "api.app:create_app",
@@ -186,10 +198,11 @@ def _accounts() -> AccountStore:
 def _refusals() -> Iterator[None]:
     """A refused account operation: its reason on stderr, exit status 1, nothing changed."""
     from accounts.store import AccountError
+    from webhooks.endpoints import WebhookRefused
 
     try:
         yield
-    except AccountError as error:
+    except (AccountError, WebhookRefused) as error:
         typer.echo(f"findata: {error}", err=True)
         raise typer.Exit(1) from error
 
@@ -385,43 +398,109 @@ def ips_unblock(ip: str) -> None:
         _print_json({"ip": ip, "blocked": False, "was_blocked": was_blocked})
 
 
+def _webhook_endpoints() -> WebhookEndpoints:
+    from findata.control_plane.database import engine_for
+    from webhooks.endpoints import WebhookEndpoints
+    from webhooks.signing import SecretBox
+    from webhooks.url_safety import UrlPolicy
+
+    settings = get_settings()
+    store = _accounts()
+    return WebhookEndpoints(
+        engine_for(settings.control_plane_url),
+        get_clock(),
+        store,
+        SecretBox.from_settings(settings),
+        UrlPolicy.from_settings(settings),
+    )
+
+
 @webhooks_app.command("add")
 def webhooks_add(url: str, account: Annotated[str, typer.Option()]) -> None:
     """Add an endpoint; prints JSON with endpoint_id and secret (shown once)."""
-    _not_built("webhooks", 7)
+    with _refusals():
+        shown = _webhook_endpoints().add(account, url)
+    _print_json({**shown.endpoint.as_json(), "secret": shown.secret})
 
 
 @webhooks_app.command("list")
 def webhooks_list(account: Annotated[str, typer.Option()]) -> None:
-    """List an account's endpoints."""
-    _not_built("webhooks", 7)
+    """List an account's endpoints (JSON array, oldest first; never their secrets)."""
+    with _refusals():
+        _print_json([e.as_json() for e in _webhook_endpoints().list(account)])
 
 
-def _endpoint_command(name: str, doc: str) -> None:
-    def command(endpoint_id: str) -> None:
-        _not_built("webhooks", 7)
+@webhooks_app.command("pause")
+def webhooks_pause(endpoint_id: str) -> None:
+    """Pause an endpoint: nothing is sent to it until Resume."""
+    with _refusals():
+        _print_json(_webhook_endpoints().pause(endpoint_id).as_json())
 
-    command.__doc__ = doc
-    webhooks_app.command(name)(command)
+
+@webhooks_app.command("resume")
+def webhooks_resume(endpoint_id: str) -> None:
+    """Resume a Paused or Disabled endpoint (events created meanwhile are not sent)."""
+    with _refusals():
+        _print_json(_webhook_endpoints().resume(endpoint_id).as_json())
 
 
-for _name, _doc in (
-    ("pause", "Pause an endpoint."),
-    ("resume", "Resume an endpoint."),
-    ("test", "Send a webhook.test event."),
-    ("rotate-secret", "Rotate an endpoint's signing secret."),
-    ("log", "An endpoint's delivery log (JSON array, newest first)."),
-):
-    _endpoint_command(_name, _doc)
+@webhooks_app.command("test")
+def webhooks_test(endpoint_id: str) -> None:
+    """Queue a webhook.test event; the delivery worker sends it."""
+    with _refusals():
+        _print_json(asdict(_webhook_endpoints().send_test(endpoint_id)))
+
+
+@webhooks_app.command("rotate-secret")
+def webhooks_rotate_secret(endpoint_id: str) -> None:
+    """A new signing secret (shown once); the old one also signs for 24 hours."""
+    with _refusals():
+        shown = _webhook_endpoints().rotate_secret(endpoint_id)
+    _print_json({**shown.endpoint.as_json(), "secret": shown.secret})
+
+
+@webhooks_app.command("log")
+def webhooks_log(endpoint_id: str) -> None:
+    """An endpoint's delivery log: the 50 newest deliveries of 30 days (JSON, newest first)."""
+    with _refusals():
+        _print_json([asdict(entry) for entry in _webhook_endpoints().log(endpoint_id)])
 
 
 @webhooks_app.command("resend")
 def webhooks_resend(delivery_id: str) -> None:
-    """Resend a delivery."""
-    _not_built("webhooks", 7)
+    """Resend a Failed or No-retries-left delivery: same event id, new signature."""
+    with _refusals():
+        _print_json(asdict(_webhook_endpoints().resend(delivery_id)))
 
 
 @webhooks_app.command("worker")
 def webhooks_worker(once: Annotated[bool, typer.Option("--once")] = False) -> None:
     """Send due deliveries (``--once``: send what is due, then exit)."""
-    _not_built("webhooks", 7)
+    worker = _delivery_worker()
+    if once:
+        report = worker.run_once()
+        _print_json(
+            {
+                "recovered": report.recovered,
+                "fanned_out": report.fanned_out,
+                "outcomes": report.outcomes,
+            }
+        )
+        return
+    import signal
+    import threading
+
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    worker.run(stop, get_settings().webhooks_poll_seconds)
+
+
+def _delivery_worker() -> DeliveryWorker:
+    from findata.control_plane.database import engine_for
+    from webhooks.worker import DeliveryWorker
+
+    settings = get_settings()
+    return DeliveryWorker.from_settings(
+        settings, engine_for(settings.control_plane_url), get_clock(), _accounts()
+    )

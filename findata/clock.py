@@ -63,3 +63,13 @@ def set_clock(clock: Clock) -> Clock:
     global _clock
     previous, _clock = _clock, clock
     return previous
+
+
+def utc_seconds_text(when: dt.datetime) -> str:
+    """``when`` as UTC ``YYYY-MM-DDTHH:MM:SSZ`` (the spec's event timestamps)."""
+    return when.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def as_utc(value: dt.datetime) -> dt.datetime:
+    """A stored time as aware UTC (SQLite hands back naive datetimes, written as UTC)."""
+    return value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)

@@ -48,7 +48,20 @@ class Settings(BaseSettings):
         description="UNSAFE: let webhook endpoints on loopback through (local development only).",
     )
     webhooks_ca_bundle: Path | None = Field(
-        default=None, description="Extra CA the webhook sender trusts."
+        default=None, description="Extra CA the webhook sender trusts (local development)."
+    )
+    webhooks_secrets_key: str | None = Field(
+        default=None,
+        description="Fernet key that encrypts webhook signing secrets at rest; set the same value "
+        "on every host (default: a random key kept under home).",
+    )
+    webhooks_poll_seconds: float = Field(
+        default=5.0, gt=0, description="How often the delivery worker looks for due deliveries."
+    )
+    service_domains: list[str] = Field(
+        default=[],
+        description="Domains of the service itself and of its hosting platform; webhook URLs "
+        "under them are refused (the host of base_url is always refused too).",
     )
 
     @cached_property

@@ -35,7 +35,7 @@ import sqlalchemy as sa
 
 from contracts.datasets import DatasetContract, dataset_names, load_dataset_contract
 from findata.change_cursor import FEED_RETENTION, encode_change_cursor
-from findata.clock import Clock
+from findata.clock import Clock, utc_seconds_text
 from findata.control_plane import schema
 from findata.control_plane.database import engine_for
 from findata.published import current_version
@@ -268,7 +268,7 @@ def _event_payload(
     return {
         "id": event_id,
         "type": "data.changed",
-        "created": created.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "created": utc_seconds_text(created),
         "run_id": run_id,
         "datasets": [
             {

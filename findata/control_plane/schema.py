@@ -48,3 +48,17 @@ events = sa.Table(
     sa.Column("payload", sa.JSON, nullable=False),
     sa.Column("created_at", sa.DateTime(timezone=True), nullable=False, index=True),
 )
+
+#: messages for an account's e-mail address, kept until a mailer sends them (none is built yet)
+account_notices = sa.Table(
+    "account_notices",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("account_id", sa.String(32), nullable=False, index=True),
+    sa.Column("email", sa.String(320), nullable=False),  # the account's address at the time
+    sa.Column("kind", sa.String(64), nullable=False),
+    sa.Column("subject", sa.String(255), nullable=False),
+    sa.Column("body", sa.Text, nullable=False),
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("sent_at", sa.DateTime(timezone=True), nullable=True),
+)

@@ -9,10 +9,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
-from findata.cli import NOT_BUILT_EXIT
-
 FINDATA = Path(sys.executable).parent / "findata"
 
 
@@ -61,18 +57,3 @@ def test_landing_check_names_a_malformed_file(tmp_path: Path) -> None:
     result = _run(tmp_path, "landing", "check")
     assert result.returncode != 0
     assert "bad.csv" in result.stderr and "2024-02-30" in result.stderr
-
-
-@pytest.mark.parametrize(
-    "args",
-    [
-        ["webhooks", "add", "--account", "1", "https://example.com/hook"],
-        ["webhooks", "worker", "--once"],
-        ["webhooks", "pause", "ep_1"],
-    ],
-)
-def test_commands_not_built_yet_say_so_and_fail(tmp_path: Path, args: list[str]) -> None:
-    result = _run(tmp_path, *args)
-    assert result.returncode == NOT_BUILT_EXIT
-    assert "not built yet" in result.stderr
-    assert not (tmp_path / "landing").exists()

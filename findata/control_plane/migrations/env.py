@@ -7,6 +7,7 @@ from alembic import context
 
 from accounts.tables import metadata as accounts_metadata
 from findata.control_plane.schema import metadata as feed_metadata
+from webhooks.tables import metadata as webhooks_metadata
 
 config = context.config
 
@@ -18,7 +19,7 @@ def run_migrations() -> None:
         context.configure(
             connection=connection,
             # one database, one migration history: every part's tables (for autogenerate)
-            target_metadata=[feed_metadata, accounts_metadata],
+            target_metadata=[feed_metadata, accounts_metadata, webhooks_metadata],
             render_as_batch=connection.dialect.name == "sqlite",
         )
         with context.begin_transaction():

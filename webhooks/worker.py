@@ -1,0 +1,161 @@
+"""The durable delivery worker: fan events out, send what is due, record every outcome.
+
+Run it as ``findata webhooks worker`` (or inside ``findata serve --webhooks``); several may run
+against one control plane. Each round: count interrupted attempts of dead workers as failures,
+create deliveries for new events, then claim due deliveries a batch at a time and send each
+batch in parallel. All state is in the control plane, so a worker can be killed at any point.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import socket
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import sqlalchemy as sa
+
+from findata.clock import Clock
+from findata.settings import Settings
+from webhooks import deliveries
+from webhooks.deliveries import Claim, LeaseLost
+from webhooks.sender import SendResult, post_signed
+from webhooks.signing import SecretBox, signed_headers
+from webhooks.subscribers import SubscriberDirectory, receives_webhooks
+from webhooks.tables import webhook_endpoints as E
+from webhooks.url_safety import Resolver, UnsafeUrl, UrlPolicy, check_url, system_resolver
+
+log = logging.getLogger("findata.webhooks")
+
+#: sends one signed body to a checked URL (``sender.post_signed``; tests may wrap it)
+Sender = Callable[..., SendResult]
+
+
+@dataclass
+class RoundReport:
+    """What one round did."""
+
+    recovered: int = 0
+    fanned_out: int = 0
+    outcomes: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def attempts(self) -> int:
+        """Attempts made in this round."""
+        return sum(self.outcomes.values())
+
+
+class DeliveryWorker:
+    """Sends due deliveries from the control plane (see the module doc)."""
+
+    def __init__(
+        self,
+        engine: sa.Engine,
+        clock: Clock,
+        subscribers: SubscriberDirectory,
+        box: SecretBox,
+        policy: UrlPolicy,
+        *,
+        ca_bundle: Path | None = None,
+        resolver: Resolver = system_resolver,
+        sender: Sender = post_signed,
+        concurrency: int = 8,
+        name: str | None = None,
+    ) -> None:
+        self.engine = engine
+        self.clock = clock
+        self.name = name or f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
+        self._subscribers = subscribers
+        self._box = box
+        self._policy = policy
+        self._ca_bundle = ca_bundle
+        self._resolver = resolver
+        self._sender = sender
+        self._concurrency = concurrency
+
+    @classmethod
+    def from_settings(
+        cls, settings: Settings, engine: sa.Engine, clock: Clock, subscribers: SubscriberDirectory
+    ) -> DeliveryWorker:
+        """A worker configured by ``FINDATA_*`` settings."""
+        return cls(
+            engine,
+            clock,
+            subscribers,
+            SecretBox.from_settings(settings),
+            UrlPolicy.from_settings(settings),
+            ca_bundle=settings.webhooks_ca_bundle,
+        )
+
+    def run_once(self) -> RoundReport:
+        """One round: recover, fan out, send everything due now, prune the log."""
+        now = self.clock.now()
+        report = RoundReport(
+            recovered=deliveries.recover_interrupted(
+                self.engine, self.name, now, self._subscribers
+            ),
+            fanned_out=deliveries.fan_out(self.engine, self._subscribers, now),
+        )
+        with ThreadPoolExecutor(self._concurrency, thread_name_prefix="webhook-send") as pool:
+            while claims := deliveries.claim_due(
+                self.engine,
+                self.name,
+                self.clock.now(),
+                self._receiving_endpoints(),
+                self._concurrency,
+            ):
+                for status in pool.map(self._attempt, claims):
+                    if status is not None:
+                        report.outcomes[status] = report.outcomes.get(status, 0) + 1
+        deliveries.prune_log(self.engine, self.clock.now())
+        return report
+
+    def run(self, stop: threading.Event, poll_seconds: float) -> None:
+        """Rounds every ``poll_seconds`` until ``stop`` is set; a failed round is logged."""
+        log.info("webhook worker %s started", self.name)
+        while not stop.is_set():
+            try:
+                report = self.run_once()
+                if report.attempts or report.recovered:
+                    log.info("webhook round: %s", report)
+            except Exception:  # the next round retries; nothing is lost, state is in the DB
+                log.exception("webhook round failed")
+            stop.wait(poll_seconds)
+
+    def _receiving_endpoints(self) -> list[str]:
+        """Active endpoints whose accounts receive webhooks."""
+        with self.engine.connect() as connection:
+            rows = connection.execute(
+                sa.select(E.c.id, E.c.account_id).where(E.c.state == "active")
+            ).all()
+        return [
+            row.id
+            for row in rows
+            if receives_webhooks(self._subscribers.get_account(row.account_id))
+        ]
+
+    def _attempt(self, claim: Claim) -> str | None:
+        """Check the URL again, sign now, send, record; returns the delivery's new status."""
+        result = self._send(claim)
+        try:
+            return deliveries.settle(
+                self.engine, claim, result, self.name, self.clock.now(), self._subscribers
+            )
+        except LeaseLost:
+            log.warning("delivery %s attempt %s: lease lost", claim.delivery_id, claim.attempt)
+            return None
+
+    def _send(self, claim: Claim) -> SendResult:
+        try:
+            checked = check_url(claim.url, self._policy, self._resolver)
+        except UnsafeUrl as error:
+            return SendResult(None, f"URL refused: {error}"[:255])
+        signed_at = self.clock.now()
+        signing = [self._box.open(sealed) for sealed in claim.sealed_secrets]
+        headers = signed_headers(claim.event_id, signed_at, claim.body, signing)
+        return self._sender(checked, headers, claim.body.encode(), ca_bundle=self._ca_bundle)
