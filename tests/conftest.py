@@ -21,7 +21,7 @@ from orchestration.raw import write_raw_tables
 from tests.databases import disposing_cached_engine, fresh_postgres_database
 
 # the API over real HTTP: session servers and their helpers
-pytest_plugins = ("tests.api.server",)
+pytest_plugins = ("tests.api.server", "tests.webhooks.receiver")
 
 _TEST_MODULES = pytest.StashKey[dict[str, Path]]()
 
