@@ -29,10 +29,10 @@ from findata.clock import ManualClock
 from findata.control_plane.database import engine_for
 from findata.settings import Settings
 from webhooks.endpoints import WebhookEndpoints
+from webhooks.sender import post_signed
 from webhooks.signing import SecretBox
 from webhooks.url_safety import Resolver, UrlPolicy, system_resolver
 from webhooks.worker import DeliveryWorker, Sender
-from webhooks.sender import post_signed
 
 
 @dataclass(frozen=True)
@@ -182,7 +182,7 @@ def start_receiver(certificates: TestCertificates) -> tuple[Receiver, ThreadingH
     """Serve a ``Receiver`` over TLS with the test certificate on a free loopback port."""
 
     class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+        def do_POST(self) -> None:
             length = int(self.headers.get("content-length", "0"))
             body = self.rfile.read(length)
             path = self.path
