@@ -283,7 +283,8 @@ def _count_failure(
     subscribers: SubscriberDirectory,
 ) -> None:
     """410 disables at once; failures for three days disable with a notice to the account."""
-    endpoint = connection.execute(sa.select(E).where(E.c.id == endpoint_id)).one()
+    # locked: concurrent failures of one endpoint must disable it (and notify) once
+    endpoint = connection.execute(sa.select(E).where(E.c.id == endpoint_id).with_for_update()).one()
     failing_since = as_utc(endpoint.failing_since) if endpoint.failing_since else started_at
     connection.execute(
         sa.update(E).where(E.c.id == endpoint_id).values(failing_since=failing_since)
