@@ -78,9 +78,11 @@ def check_url(url: str, policy: UrlPolicy, resolver: Resolver = system_resolver)
     if not hostname:
         raise UnsafeUrl("the URL has no hostname")
     try:
-        port = parts.port or 443
-    except ValueError as error:
-        raise UnsafeUrl("the URL's port is not a number from 1 to 65535") from error
+        port = 443 if parts.port is None else parts.port
+    except ValueError:
+        port = 0
+    if not 1 <= port <= 65535:
+        raise UnsafeUrl("the URL's port is not a number from 1 to 65535")
     loopback_name = hostname == "localhost" or hostname.endswith(".localhost")
     if _is_ip_literal(hostname):
         if not (policy.allow_loopback and ipaddress.ip_address(hostname).is_loopback):
@@ -131,6 +133,8 @@ def is_public_address(address: IPAddress) -> bool:
         return is_public_address(inner)
     # is_global is False for private, loopback, link-local, carrier-grade NAT (100.64/10),
     # documentation and reserved ranges; multicast needs its own test
+    if isinstance(address, ipaddress.IPv6Address) and address.is_site_local:
+        return False  # fec0::/10, deprecated but still routed inside some networks
     return (
         address.is_global
         and not address.is_multicast
@@ -140,12 +144,15 @@ def is_public_address(address: IPAddress) -> bool:
 
 
 def _embedded_ipv4(address: IPAddress) -> IPAddress:
-    """The IPv4 address an IPv6 one carries (mapped ``::ffff:a.b.c.d`` or NAT64), else itself."""
+    """The IPv4 address an IPv6 one carries (mapped ``::ffff:a.b.c.d``, NAT64 or 6to4), else
+    itself."""
     if isinstance(address, ipaddress.IPv6Address):
         if address.ipv4_mapped is not None:
             return address.ipv4_mapped
         if address in NAT64:
             return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+        if address.sixtofour is not None:
+            return address.sixtofour
     return address
 
 

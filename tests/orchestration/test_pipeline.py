@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import pandas as pd
 import pytest
 import sqlalchemy as sa
 
@@ -27,6 +26,7 @@ from orchestration.demo.generate import DEFAULT_SEED, generate_demo
 from orchestration.publish import FAULT_AFTER_VERSION_FILE, FAULT_ENV
 from orchestration.readers.security_master import read_security_master
 from orchestration.refresh import RefreshOutcome, run_refresh
+from tests.orchestration.landing_edits import add_price_day, next_session
 
 
 @dataclass
@@ -66,41 +66,6 @@ def _snapshot(settings: Settings) -> Snapshot:
             ]
 
         return Snapshot(rows(schema.versions), rows(schema.change_records), rows(schema.events))
-
-
-def _next_session(day: dt.date) -> dt.date:
-    from orchestration.demo.calendar import trading_sessions
-
-    return trading_sessions(day + dt.timedelta(days=1), day + dt.timedelta(days=10))[0].date()
-
-
-def _add_price_day(landing: Path, day: dt.date, entity_ids: list[int]) -> None:
-    """A new price file with one bar on ``day`` for each of ``entity_ids`` (their last close)."""
-    prices = pd.concat(pd.read_csv(p) for p in sorted((landing / "prices").glob("*.csv")))
-    last = (
-        prices[prices["entity_id"].isin(entity_ids)].sort_values("date").groupby("entity_id").last()
-    )
-    rows = last.reset_index()[["entity_id", "ticker", "close", "volume", "shares_outstanding"]]
-    rows = rows.assign(
-        date=day.isoformat(),
-        open=rows["close"],
-        high=rows["close"] * 1.01,
-        low=rows["close"] * 0.99,
-    )
-    columns = [
-        "entity_id",
-        "ticker",
-        "date",
-        "open",
-        "high",
-        "low",
-        "close",
-        "volume",
-        "shares_outstanding",
-    ]
-    rows[columns].round(2).to_csv(
-        landing / "prices" / f"prices_extra_{day:%Y%m%d}.csv", index=False
-    )
 
 
 def _restate(landing: Path, cik: str, filed: dt.date) -> tuple[str, str]:
@@ -157,12 +122,12 @@ def steps(demo_today: dt.date, tmp_path_factory: pytest.TempPathFactory) -> Step
         step("unchanged")
 
         as_of = dt.date.fromisoformat(scenarios["as_of"])
-        day = _next_session(as_of)
+        day = next_session(as_of)
         gainers = [
             scenarios["plain"]["entity_id"],
             *scenarios["share_classes"]["security_entity_ids"],
         ]
-        _add_price_day(landing, day, gainers)
+        add_price_day(landing, day, gainers)
         result.facts.update(day=day, gainers=gainers)
         step("one_day")
 
@@ -190,7 +155,7 @@ def steps(demo_today: dt.date, tmp_path_factory: pytest.TempPathFactory) -> Step
         bad.unlink()
 
         # a refresh killed after writing its version file, before the commit; then again
-        _add_price_day(landing, _next_session(day), gainers[:1])
+        add_price_day(landing, next_session(day), gainers[:1])
         env = {**os.environ, FAULT_ENV: FAULT_AFTER_VERSION_FILE}
         crashed = subprocess.run(
             [str(Path(sys.executable).parent / "findata"), "refresh"],

@@ -36,7 +36,7 @@ from webhooks.worker import DeliveryWorker, Sender
 
 
 @dataclass(frozen=True)
-class TestCertificates:
+class LoopbackCertificates:
     """A CA and a server certificate it signed for ``localhost`` and 127.0.0.1."""
 
     ca: Path
@@ -44,7 +44,7 @@ class TestCertificates:
     key: Path
 
 
-def make_certificates(directory: Path) -> TestCertificates:
+def make_certificates(directory: Path) -> LoopbackCertificates:
     """Write a fresh test CA and a loopback server certificate under ``directory``."""
     directory.mkdir(parents=True, exist_ok=True)
     now = dt.datetime.now(dt.UTC)
@@ -107,7 +107,7 @@ def make_certificates(directory: Path) -> TestCertificates:
         )
         .sign(ca_key, hashes.SHA256())
     )
-    paths = TestCertificates(directory / "ca.pem", directory / "cert.pem", directory / "key.pem")
+    paths = LoopbackCertificates(directory / "ca.pem", directory / "cert.pem", directory / "key.pem")
     paths.ca.write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
     paths.cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
     paths.key.write_bytes(
@@ -178,7 +178,7 @@ class Receiver:
         return answers.get()
 
 
-def start_receiver(certificates: TestCertificates) -> tuple[Receiver, ThreadingHTTPServer]:
+def start_receiver(certificates: LoopbackCertificates) -> tuple[Receiver, ThreadingHTTPServer]:
     """Serve a ``Receiver`` over TLS with the test certificate on a free loopback port."""
 
     class Handler(BaseHTTPRequestHandler):
@@ -215,19 +215,19 @@ def start_receiver(certificates: TestCertificates) -> tuple[Receiver, ThreadingH
 
 
 @pytest.fixture(scope="session")
-def test_certificates(tmp_path_factory: pytest.TempPathFactory) -> TestCertificates:
+def test_certificates(tmp_path_factory: pytest.TempPathFactory) -> LoopbackCertificates:
     return make_certificates(tmp_path_factory.mktemp("webhook-tls"))
 
 
 @pytest.fixture(scope="session")
-def receiver(test_certificates: TestCertificates) -> Iterator[Receiver]:
+def receiver(test_certificates: LoopbackCertificates) -> Iterator[Receiver]:
     """One HTTPS receiver for the session; each test uses paths of its own (``receiver.url()``)."""
     found, server = start_receiver(test_certificates)
     yield found
     server.shutdown()
 
 
-def webhook_settings(home: Path, certificates: TestCertificates, **more: object) -> Settings:
+def webhook_settings(home: Path, certificates: LoopbackCertificates, **more: object) -> Settings:
     """Settings under the UNSAFE development setting: loopback receivers, the test CA."""
     return Settings(
         home=home,
@@ -272,7 +272,7 @@ class WebhookRig:
 
 
 def make_rig(
-    url: str, home: Path, certificates: TestCertificates, resolver: Resolver = system_resolver
+    url: str, home: Path, certificates: LoopbackCertificates, resolver: Resolver = system_resolver
 ) -> WebhookRig:
     """A ``WebhookRig`` on the control plane at ``url``, its clock at the real time now (so
     receivers' five-minute timestamp check passes until a test moves it)."""
@@ -292,6 +292,6 @@ def make_rig(
 
 
 @pytest.fixture
-def rig(control_plane_url: str, tmp_path: Path, test_certificates: TestCertificates) -> WebhookRig:
+def rig(control_plane_url: str, tmp_path: Path, test_certificates: LoopbackCertificates) -> WebhookRig:
     """A ``WebhookRig`` on SQLite and on PostgreSQL (a fresh database each)."""
     return make_rig(control_plane_url, tmp_path / "home", test_certificates)
