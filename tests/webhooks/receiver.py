@@ -107,7 +107,9 @@ def make_certificates(directory: Path) -> LoopbackCertificates:
         )
         .sign(ca_key, hashes.SHA256())
     )
-    paths = LoopbackCertificates(directory / "ca.pem", directory / "cert.pem", directory / "key.pem")
+    paths = LoopbackCertificates(
+        directory / "ca.pem", directory / "cert.pem", directory / "key.pem"
+    )
     paths.ca.write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
     paths.cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
     paths.key.write_bytes(
@@ -292,6 +294,8 @@ def make_rig(
 
 
 @pytest.fixture
-def rig(control_plane_url: str, tmp_path: Path, test_certificates: LoopbackCertificates) -> WebhookRig:
+def rig(
+    control_plane_url: str, tmp_path: Path, test_certificates: LoopbackCertificates
+) -> WebhookRig:
     """A ``WebhookRig`` on SQLite and on PostgreSQL (a fresh database each)."""
     return make_rig(control_plane_url, tmp_path / "home", test_certificates)

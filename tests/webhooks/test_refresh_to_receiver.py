@@ -19,7 +19,7 @@ from orchestration.demo.generate import DEFAULT_SEED, generate_demo
 from orchestration.refresh import run_refresh
 from tests.api.server import RunningApi, serve, start_clock
 from tests.orchestration.landing_edits import add_price_day, next_session
-from tests.webhooks.receiver import Receiver, LoopbackCertificates, make_rig
+from tests.webhooks.receiver import LoopbackCertificates, Receiver, make_rig
 
 PriceKey = tuple[int, str]
 

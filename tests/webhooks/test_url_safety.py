@@ -422,7 +422,9 @@ class Guarded:
 
 
 @pytest.fixture
-def guarded(control_plane_url: str, tmp_path: Path, test_certificates: LoopbackCertificates) -> Guarded:
+def guarded(
+    control_plane_url: str, tmp_path: Path, test_certificates: LoopbackCertificates
+) -> Guarded:
     dns = StubResolver({"hooks.example.com": [PUBLIC_V4]})
     rig = make_rig(control_plane_url, tmp_path / "home", test_certificates, resolver=dns)
     policy = UrlPolicy.from_settings(
