@@ -18,7 +18,7 @@ import sqlalchemy as sa
 
 from findata.clock import as_utc
 from findata.control_plane import schema
-from webhooks.events import DATA_CHANGED, event_body, newest_data_changed_id
+from webhooks.events import DATA_CHANGED, TEST, event_body, newest_data_changed_id
 from webhooks.schedule import DISABLE_AFTER_FAILING, LEASE, LOG_RETENTION, retry_at
 from webhooks.sender import SendResult
 from webhooks.subscribers import SubscriberDirectory, receives_webhooks
@@ -366,6 +366,16 @@ def prune_log(engine: sa.Engine, now: dt.datetime) -> int:
         D.c.created_at < now - LOG_RETENTION,
         D.c.status.in_(("delivered", "no_retries_left", "failed")),
     )
+    events = schema.events
     with engine.begin() as connection:
         connection.execute(sa.delete(A).where(A.c.delivery_id.in_(old)))
-        return connection.execute(sa.delete(D).where(D.c.id.in_(old))).rowcount
+        pruned = connection.execute(sa.delete(D).where(D.c.id.in_(old))).rowcount
+        # test events live only for their deliveries (data.changed ones belong to the feed)
+        connection.execute(
+            sa.delete(events).where(
+                events.c.type == TEST,
+                events.c.created_at < now - LOG_RETENTION,
+                ~sa.exists().where(D.c.event_id == events.c.event_id),
+            )
+        )
+        return pruned

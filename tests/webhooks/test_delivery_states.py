@@ -331,4 +331,7 @@ def test_the_log_shows_the_50_newest_deliveries_of_30_days(
     rig.worker().run_once()  # prunes what the log no longer shows
     with rig.engine.connect() as connection:
         left = connection.scalar(sa.text("SELECT count(*) FROM webhook_deliveries"))
-    assert left == 0
+        tests_kept = connection.scalar(
+            sa.select(sa.func.count()).where(schema.events.c.type == "webhook.test")
+        )
+    assert left == 0 and tests_kept == 0
