@@ -69,7 +69,8 @@ class DeliveryWorker:
     ) -> None:
         self.engine = engine
         self.clock = clock
-        self.name = name or f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
+        # host:pid:random, within the 64 characters of lease_owner and webhook_attempts.worker
+        self.name = name or f"{socket.gethostname()[:40]}:{os.getpid()}:{secrets.token_hex(3)}"
         self._subscribers = subscribers
         self._box = box
         self._policy = policy

@@ -1,5 +1,6 @@
-"""The control-plane schema: migrations build exactly the tables of schema.py and
-accounts/tables.py, on SQLite and on a real PostgreSQL server (a database of its own per run)."""
+"""The control-plane schema: migrations build exactly the tables of schema.py,
+accounts/tables.py and webhooks/tables.py, on SQLite and on a real PostgreSQL server (a database
+of its own per run)."""
 
 from __future__ import annotations
 
@@ -14,19 +15,24 @@ from alembic.script import ScriptDirectory
 from accounts.tables import metadata as accounts_metadata
 from findata.control_plane.database import alembic_config, engine_for, upgrade
 from findata.control_plane.schema import metadata as control_metadata
+from webhooks.tables import metadata as webhooks_metadata
 
 ACCOUNT_TABLES = set(accounts_metadata.tables)
+WEBHOOK_TABLES = set(webhooks_metadata.tables)
 #: the newest migration
 HEAD = ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head()
-CONTROL_TABLES = {"versions", "change_records", "events"}
+#: the tables of the first migration (0001)
+FIRST_TABLES = {"versions", "change_records", "events"}
+CONTROL_TABLES = FIRST_TABLES | {"account_notices"}
 
 
-def _combined_metadata() -> sa.MetaData:
-    """Every table the migrations create: the control plane's and the accounts'."""
+def _combined_metadata(only: set[str] | None = None) -> sa.MetaData:
+    """Every table the migrations create (or just those named ``only``)."""
     combined = sa.MetaData()
-    for source in (control_metadata, accounts_metadata):
+    for source in (control_metadata, accounts_metadata, webhooks_metadata):
         for table in source.tables.values():
-            table.to_metadata(combined)
+            if only is None or table.name in only:
+                table.to_metadata(combined)
     return combined
 
 
@@ -43,7 +49,7 @@ def _revision(url: str) -> str | None:
 
 
 def test_combined_metadata_holds_both_schemas() -> None:
-    assert set(_combined_metadata().tables) == CONTROL_TABLES | ACCOUNT_TABLES
+    assert set(_combined_metadata().tables) == CONTROL_TABLES | ACCOUNT_TABLES | WEBHOOK_TABLES
 
 
 def test_sqlite_migrations_match_the_schema(tmp_path: Path) -> None:
@@ -59,7 +65,9 @@ def test_postgresql_migrations_match_the_schema(postgres_url: str) -> None:
 
 def test_engine_for_migrates_on_first_use(tmp_path: Path) -> None:
     engine = engine_for(f"sqlite:///{tmp_path / 'nested' / 'control.sqlite'}")
-    assert set(sa.inspect(engine).get_table_names()) >= CONTROL_TABLES | ACCOUNT_TABLES
+    assert set(sa.inspect(engine).get_table_names()) >= (
+        CONTROL_TABLES | ACCOUNT_TABLES | WEBHOOK_TABLES
+    )
 
 
 def _downgrade_to_0001_and_back(url: str) -> None:
@@ -78,9 +86,9 @@ def _downgrade_to_0001_and_back(url: str) -> None:
     command.downgrade(alembic_config(url), "0001")
     assert _revision(url) == "0001"
     tables = set(sa.inspect(engine).get_table_names())
-    assert not tables & ACCOUNT_TABLES
-    assert tables >= CONTROL_TABLES
-    assert _differences(url, control_metadata) == []
+    assert not tables & (ACCOUNT_TABLES | WEBHOOK_TABLES | {"account_notices"})
+    assert tables >= FIRST_TABLES
+    assert _differences(url, _combined_metadata(FIRST_TABLES)) == []
 
     upgrade(url)
     assert _revision(url) == HEAD

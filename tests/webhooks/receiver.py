@@ -188,11 +188,11 @@ def start_receiver(certificates: LoopbackCertificates) -> tuple[Receiver, Thread
             length = int(self.headers.get("content-length", "0"))
             body = self.rfile.read(length)
             path = self.path
-            with receiver._lock:
+            with receiver._lock:  # arrival order and queued answers stay in step
                 receiver.requests.append(
                     Received(path, {k.lower(): v for k, v in self.headers.items()}, body)
                 )
-            status = receiver._next_status(path)
+                status = receiver._next_status(path)
             if status == "hold":
                 receiver._holds.setdefault(path, threading.Event()).wait(120)
                 status = 200

@@ -14,19 +14,15 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
 
 from tests.databases import disposing_cached_engine
-from tests.webhooks.receiver import Receiver, WebhookRig, make_rig
+from tests.webhooks.receiver import LoopbackCertificates, Receiver, WebhookRig, make_rig
 from webhooks.endpoints import LogEntry
 from webhooks.schedule import LEASE
 from webhooks.tables import webhook_attempts as A
 from webhooks.tables import webhook_deliveries as D
-
-if TYPE_CHECKING:  # imported by name, pytest would try to collect the class
-    from tests.webhooks.receiver import LoopbackCertificates
 
 FINDATA = Path(sys.executable).parent / "findata"
 
@@ -95,7 +91,7 @@ def statuses(rig: WebhookRig, queued: list[LogEntry]) -> list[str]:
 def stored_statuses(rig: WebhookRig) -> dict[str, str]:
     """Every delivery's stored status, by delivery id."""
     with rig.engine.connect() as connection:
-        return dict(connection.execute(sa.select(D.c.id, D.c.status)).tuples().all())
+        return {row.id: row.status for row in connection.execute(sa.select(D.c.id, D.c.status))}
 
 
 def attempts(rig: WebhookRig) -> list[sa.Row]:
