@@ -103,13 +103,15 @@ def fresh_keyless_allowance() -> Iterator[None]:
 
 
 @contextmanager
-def findata_serve(env: dict[str, str], workers: int) -> Iterator[tuple[str, str]]:
-    """``findata serve --workers N`` as a user runs it, on a free port, until the block ends;
-    yields its URL, then (for the caller's checks, after it stopped) what it printed."""
+def findata_serve(
+    env: dict[str, str], workers: int, *options: str
+) -> Iterator[tuple[str, list[str]]]:
+    """``findata serve --workers N [options]`` as a user runs it, on a free port, until the block
+    ends; yields its URL, then (for the caller's checks, after it stopped) what it printed."""
     findata = Path(sys.executable).parent / "findata"
     port = _free_port()
     process = subprocess.Popen(
-        [str(findata), "serve", "--port", str(port), "--workers", str(workers)],
+        [str(findata), "serve", "--port", str(port), "--workers", str(workers), *options],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

@@ -12,10 +12,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import sqlalchemy as sa
 import standardwebhooks
 
+from tests.api.server import findata_serve
 from tests.webhooks.receiver import LoopbackCertificates, Received, Receiver
 
 FINDATA = Path(sys.executable).parent / "findata"
@@ -213,3 +215,20 @@ def test_refusals_exit_1_with_the_reason_and_create_nothing(cli: Cli, receiver: 
     assert cli.count("SELECT count(*) FROM webhook_endpoints") == 5
     assert cli.count(f"SELECT count(*) FROM webhook_endpoints WHERE account_id = '{max_id}'") == 5
     assert cli.json("webhooks", "list", "--account", free["account_id"]) == []
+
+
+def test_serve_with_webhooks_runs_a_delivery_worker_beside_the_api(
+    cli: Cli, receiver: Receiver
+) -> None:
+    account_id = cli.json("accounts", "create", "--email", "serve@example.com", "--plan", "max")[
+        "account_id"
+    ]
+    url = receiver.url()
+    secret = cli.json("webhooks", "add", "--account", account_id, url)["secret"]
+    endpoint_id = cli.json("webhooks", "list", "--account", account_id)[0]["endpoint_id"]
+    env = {**cli.env, "FINDATA_WEBHOOKS_POLL_SECONDS": "0.2"}
+    with findata_serve(env, 1, "--webhooks") as (api_url, _printed):
+        queued = cli.json("webhooks", "test", endpoint_id)
+        (request,) = receiver.wait_for(path_of(receiver, url), 1)
+        assert verify(request, secret)["id"] == queued["event_id"]
+        assert httpx.get(f"{api_url}/v1/status").status_code == 200
