@@ -6,7 +6,6 @@ the delivery worker under the UNSAFE development setting (loopback allowed, the 
 from __future__ import annotations
 
 import datetime as dt
-import ipaddress
 import queue
 import ssl
 import threading
@@ -19,107 +18,17 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
 from accounts.store import Account, AccountStore
 from findata.clock import ManualClock
 from findata.control_plane.database import engine_for
 from findata.settings import Settings
+from webhooks.dev_tls import LoopbackCertificates, make_loopback_certificates
 from webhooks.endpoints import WebhookEndpoints
 from webhooks.sender import post_signed
 from webhooks.signing import SecretBox
 from webhooks.url_safety import Resolver, UrlPolicy, system_resolver
 from webhooks.worker import DeliveryWorker, Sender
-
-
-@dataclass(frozen=True)
-class LoopbackCertificates:
-    """A CA and a server certificate it signed for ``localhost`` and 127.0.0.1."""
-
-    ca: Path
-    cert: Path
-    key: Path
-
-
-def make_certificates(directory: Path) -> LoopbackCertificates:
-    """Write a fresh test CA and a loopback server certificate under ``directory``."""
-    directory.mkdir(parents=True, exist_ok=True)
-    now = dt.datetime.now(dt.UTC)
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "findata test CA")])
-    ca_cert = (
-        x509.CertificateBuilder()
-        .subject_name(ca_name)
-        .issuer_name(ca_name)
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(days=1))
-        .not_valid_after(now + dt.timedelta(days=30))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=True,
-                crl_sign=True,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
-        .add_extension(
-            x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False
-        )
-        .sign(ca_key, hashes.SHA256())
-    )
-    key = ec.generate_private_key(ec.SECP256R1())
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")]))
-        .issuer_name(ca_name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(days=1))
-        .not_valid_after(now + dt.timedelta(days=30))
-        .add_extension(
-            x509.SubjectAlternativeName(
-                [
-                    x509.DNSName("localhost"),
-                    x509.DNSName("hooks.localhost"),
-                    x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
-                ]
-            ),
-            critical=False,
-        )
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(
-            x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False
-        )
-        .add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()),
-            critical=False,
-        )
-        .sign(ca_key, hashes.SHA256())
-    )
-    paths = LoopbackCertificates(
-        directory / "ca.pem", directory / "cert.pem", directory / "key.pem"
-    )
-    paths.ca.write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
-    paths.cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    paths.key.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    return paths
 
 
 @dataclass(frozen=True)
@@ -180,6 +89,14 @@ class Receiver:
         return answers.get()
 
 
+class _DeepQueueServer(ThreadingHTTPServer):
+    """A deep accept queue (TLS handshakes run in the request threads): with the defaults,
+    concurrent senders overflow the backlog of 5 and wait for a SYN retry (1 s)."""
+
+    request_queue_size = 128
+    daemon_threads = True
+
+
 def start_receiver(certificates: LoopbackCertificates) -> tuple[Receiver, ThreadingHTTPServer]:
     """Serve a ``Receiver`` over TLS with the test certificate on a free loopback port."""
 
@@ -206,11 +123,12 @@ def start_receiver(certificates: LoopbackCertificates) -> tuple[Receiver, Thread
         def log_message(self, *args: object) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
+    server = _DeepQueueServer(("127.0.0.1", 0), Handler)
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.load_cert_chain(certificates.cert, certificates.key)
-    server.socket = context.wrap_socket(server.socket, server_side=True)
+    server.socket = context.wrap_socket(
+        server.socket, server_side=True, do_handshake_on_connect=False
+    )
     receiver = Receiver(server.server_address[1])
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return receiver, server
@@ -218,7 +136,7 @@ def start_receiver(certificates: LoopbackCertificates) -> tuple[Receiver, Thread
 
 @pytest.fixture(scope="session")
 def test_certificates(tmp_path_factory: pytest.TempPathFactory) -> LoopbackCertificates:
-    return make_certificates(tmp_path_factory.mktemp("webhook-tls"))
+    return make_loopback_certificates(tmp_path_factory.mktemp("webhook-tls"))
 
 
 @pytest.fixture(scope="session")
