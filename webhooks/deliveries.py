@@ -91,7 +91,8 @@ def fan_out_endpoint(
         return 0
     moved = connection.execute(
         sa.update(E)
-        .where(E.c.id == endpoint_id, E.c.events_through == events_through)
+        # only while Active: an endpoint paused since the caller read it gets nothing new
+        .where(E.c.id == endpoint_id, E.c.events_through == events_through, E.c.state == "active")
         .values(events_through=newest)
     ).rowcount
     if not moved or not send:

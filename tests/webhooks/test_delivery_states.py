@@ -18,9 +18,11 @@ import sqlalchemy as sa
 from findata.clock import utc_seconds_text
 from findata.control_plane import schema
 from tests.webhooks.receiver import Receiver, WebhookRig
+from webhooks.deliveries import fan_out_endpoint
 from webhooks.endpoints import WebhookRefused
 from webhooks.events import DATA_CHANGED, new_event_id
 from webhooks.schedule import MAX_ATTEMPTS, RETRY_WAITS
+from webhooks.tables import webhook_endpoints
 
 
 def announce(rig: WebhookRig) -> str:
@@ -203,6 +205,26 @@ def test_pause_stops_sending_and_events_created_while_paused_are_never_sent(
     rig.clock.advance(dt.timedelta(days=1))
     worker.run_once()
     assert len(ids_received(receiver, url)) == 2
+
+
+def test_a_fan_out_that_read_the_endpoint_before_a_pause_creates_nothing_after_it(
+    rig: WebhookRig, receiver: Receiver
+) -> None:
+    account = rig.account("max")
+    endpoint_id = rig.endpoints.add(account.id, receiver.url()).endpoint.endpoint_id
+    with rig.engine.connect() as connection:
+        read_before_pause = connection.scalar(
+            sa.select(webhook_endpoints.c.events_through).where(
+                webhook_endpoints.c.id == endpoint_id
+            )
+        )
+    rig.endpoints.pause(endpoint_id)
+    announce(rig)  # created while Paused
+    with rig.engine.begin() as connection:
+        created = fan_out_endpoint(
+            connection, endpoint_id, read_before_pause, rig.clock.now(), send=True
+        )
+    assert created == 0 and rig.endpoints.log(endpoint_id) == []
 
 
 def test_resend_reuses_the_event_id_with_a_new_timestamp_and_signature(
