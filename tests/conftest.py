@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -15,9 +16,11 @@ from typing import Any
 import pytest
 
 from findata.clock import SystemClock, utc_today
+from findata.settings import get_settings
 from orchestration.demo.generate import DEFAULT_SEED, generate_demo
 from orchestration.landing import LandingTables, read_all_landing
 from orchestration.raw import write_raw_tables
+from orchestration.refresh import RefreshOutcome, run_refresh
 from tests.databases import disposing_cached_engine, fresh_postgres_database
 
 # the API over real HTTP: session servers and their helpers
@@ -59,6 +62,43 @@ def small_demo(tmp_path_factory: pytest.TempPathFactory, demo_today: dt.date) ->
     return Demo(
         home=home, today=demo_today, scenarios=scenarios, tables=read_all_landing(home / "landing")
     )
+
+
+@dataclass(frozen=True)
+class PublishedDemo:
+    """A home whose demo was refreshed once; copy it (``copy_to``) before changing it."""
+
+    home: Path
+    scenarios: dict[str, Any]
+    first: RefreshOutcome
+
+    def copy_to(self, target: Path) -> Path:
+        """A copy of the home (without the Dagster instance, which the next run recreates)."""
+        shutil.copytree(self.home, target, ignore=shutil.ignore_patterns("dagster"))
+        return target
+
+
+@pytest.fixture(scope="session")
+def two_week_old_demo(
+    demo_today: dt.date, tmp_path_factory: pytest.TempPathFactory
+) -> PublishedDemo:
+    """The small demo ending two weeks ago, refreshed once: tests add trading days to copies of
+    it (the prices contract refuses dates after today). Built once for the pipeline and the
+    end-to-end webhook tests."""
+    home = tmp_path_factory.mktemp("two-week-old-home")
+    generated = generate_demo(
+        home / "landing",
+        home / "demo",
+        size="small",
+        seed=DEFAULT_SEED,
+        today=demo_today - dt.timedelta(days=14),
+    )
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("FINDATA_HOME", str(home))
+        patch.setenv("DAGSTER_HOME", str(home / "dagster"))
+        first = run_refresh(get_settings())
+    assert first.success and first.version, first
+    return PublishedDemo(home, json.loads(generated.scenarios_path.read_text()), first)
 
 
 TRANSFORMS = Path(__file__).parents[1] / "transforms"

@@ -18,11 +18,11 @@ from typing import Any
 import duckdb
 import pytest
 import sqlalchemy as sa
+from conftest import PublishedDemo
 
 from findata.control_plane import schema
 from findata.control_plane.database import engine_for
 from findata.settings import Settings, get_settings
-from orchestration.demo.generate import DEFAULT_SEED, generate_demo
 from orchestration.publish import FAULT_AFTER_VERSION_FILE, FAULT_ENV
 from orchestration.readers.security_master import read_security_master
 from orchestration.refresh import RefreshOutcome, run_refresh
@@ -94,18 +94,11 @@ def _restate(landing: Path, cik: str, filed: dt.date) -> tuple[str, str]:
 
 
 @pytest.fixture(scope="module")
-def steps(demo_today: dt.date, tmp_path_factory: pytest.TempPathFactory) -> Steps:
-    # a demo that ends two weeks ago, so that the trading days the steps add are not in the
-    # future (the prices contract refuses dates after today)
-    home = tmp_path_factory.mktemp("pipeline-home")
-    generated = generate_demo(
-        home / "landing",
-        home / "demo",
-        size="small",
-        seed=DEFAULT_SEED,
-        today=demo_today - dt.timedelta(days=14),
-    )
-    scenarios = json.loads(generated.scenarios_path.read_text())
+def steps(two_week_old_demo: PublishedDemo, tmp_path_factory: pytest.TempPathFactory) -> Steps:
+    # a copy of the demo that ends two weeks ago, so that the trading days the steps add are not
+    # in the future (the prices contract refuses dates after today)
+    home = two_week_old_demo.copy_to(tmp_path_factory.mktemp("pipeline") / "home")
+    scenarios = two_week_old_demo.scenarios
     master = read_security_master(home / "landing/security_master/security_master.csv")
     result = Steps(home)
     with pytest.MonkeyPatch.context() as patch:
@@ -118,7 +111,8 @@ def steps(demo_today: dt.date, tmp_path_factory: pytest.TempPathFactory) -> Step
             result.outcomes[name] = run_refresh(settings)
             result.snapshots[name] = _snapshot(settings)
 
-        step("first")
+        result.outcomes["first"] = two_week_old_demo.first
+        result.snapshots["first"] = _snapshot(settings)
         step("unchanged")
 
         as_of = dt.date.fromisoformat(scenarios["as_of"])

@@ -5,17 +5,16 @@ own saved cursor, re-pulls each record's ``url`` and ends with the rows of a fre
 from __future__ import annotations
 
 import datetime as dt
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 import standardwebhooks
 import svix.webhooks
+from conftest import PublishedDemo
 
 from api.app import create_app
 from findata.settings import Settings, get_settings
-from orchestration.demo.generate import DEFAULT_SEED, generate_demo
 from orchestration.refresh import run_refresh
 from tests.api.server import RunningApi, serve, start_clock
 from tests.orchestration.landing_edits import add_price_day, next_session
@@ -83,21 +82,14 @@ class Subscriber:
 
 @pytest.fixture
 def two_week_old_home(
-    demo_today: dt.date, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    two_week_old_demo: PublishedDemo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> tuple[Settings, dict[str, Any]]:
-    """A published small demo that ends two weeks ago (so a next trading day is not future)."""
-    home = tmp_path / "home"
-    generated = generate_demo(
-        home / "landing",
-        home / "demo",
-        size="small",
-        seed=DEFAULT_SEED,
-        today=demo_today - dt.timedelta(days=14),
-    )
+    """A copy of the published demo that ends two weeks ago (so a next trading day is not in
+    the future)."""
+    home = two_week_old_demo.copy_to(tmp_path / "home")
     monkeypatch.setenv("FINDATA_HOME", str(home))
     monkeypatch.setenv("DAGSTER_HOME", str(home / "dagster"))
-    assert run_refresh(get_settings()).success
-    return get_settings(), json.loads(generated.scenarios_path.read_text())
+    return get_settings(), two_week_old_demo.scenarios
 
 
 def test_a_refresh_reaches_the_subscriber_who_re_pulls_exactly_what_changed(
