@@ -196,7 +196,7 @@ def _accounts() -> AccountStore:
 
 @contextmanager
 def _refusals() -> Iterator[None]:
-    """A refused account operation: its reason on stderr, exit status 1, nothing changed."""
+    """A refused account, key or webhook operation: the reason on stderr, exit 1, no change."""
     from accounts.store import AccountError
     from webhooks.endpoints import WebhookRefused
 
