@@ -444,6 +444,14 @@ def webhooks_resume(endpoint_id: str) -> None:
         _print_json(_webhook_endpoints().resume(endpoint_id).as_json())
 
 
+@webhooks_app.command("remove")
+def webhooks_remove(endpoint_id: str) -> None:
+    """Remove an endpoint with its deliveries and log (frees a place in the plan's allowance)."""
+    with _refusals():
+        removed = _webhook_endpoints().remove(endpoint_id)
+    _print_json({**removed.as_json(), "removed": True})
+
+
 @webhooks_app.command("test")
 def webhooks_test(endpoint_id: str) -> None:
     """Queue a webhook.test event; the delivery worker sends it."""

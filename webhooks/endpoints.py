@@ -19,6 +19,7 @@ from webhooks.events import TEST, newest_data_changed_id, record_test_event
 from webhooks.schedule import LOG_RETENTION, LOG_SIZE
 from webhooks.signing import SecretBox, new_signing_secret
 from webhooks.subscribers import SubscriberDirectory, endpoint_allowance, plan_has_webhooks
+from webhooks.tables import webhook_attempts as A
 from webhooks.tables import webhook_deliveries as D
 from webhooks.tables import webhook_endpoints as E
 from webhooks.url_safety import Resolver, UnsafeUrl, UrlPolicy, check_url, system_resolver
@@ -88,7 +89,7 @@ class LogEntry:
 
 
 class WebhookEndpoints:
-    """Add, list, pause, resume, test, resend, rotate and read the log of webhook endpoints.
+    """Add, list, pause, resume, test, resend, rotate, remove and read the log of endpoints.
 
     ``account_id`` on an operation scopes it to that account's endpoints (the dashboard passes
     the signed-in account); the operator CLI leaves it out.
@@ -197,6 +198,18 @@ class WebhookEndpoints:
                     )
                 )
         return self.get(endpoint_id)
+
+    def remove(self, endpoint_id: str, account_id: str | None = None) -> Endpoint:
+        """Delete the endpoint with its deliveries and log (allowed on every plan, so an account
+        that left Max can still clean up); frees a place in the plan's allowance."""
+        endpoint = self.get(endpoint_id, account_id)
+        with self.engine.begin() as connection:
+            _endpoint_row(connection, endpoint_id, account_id, lock=True)
+            ids = sa.select(D.c.id).where(D.c.endpoint_id == endpoint_id)
+            connection.execute(sa.delete(A).where(A.c.delivery_id.in_(ids)))
+            connection.execute(sa.delete(D).where(D.c.endpoint_id == endpoint_id))
+            connection.execute(sa.delete(E).where(E.c.id == endpoint_id))
+        return endpoint
 
     def rotate_secret(self, endpoint_id: str, account_id: str | None = None) -> SecretShown:
         """A new secret, shown once; the current one keeps signing beside it for 24 hours."""

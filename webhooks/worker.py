@@ -147,7 +147,7 @@ class DeliveryWorker:
             return deliveries.settle(
                 self.engine, claim, result, self.name, self.clock.now(), self._subscribers
             )
-        except LeaseLost:
+        except LeaseLost:  # held past its lease, or the endpoint was removed meanwhile
             log.warning("delivery %s attempt %s: lease lost", claim.delivery_id, claim.attempt)
             return None
 

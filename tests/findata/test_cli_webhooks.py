@@ -178,6 +178,11 @@ def test_an_endpoint_through_its_life_with_the_cli(cli: Cli, receiver: Receiver)
         assert clear.encode() not in stored
         assert base64.b64decode(clear) not in stored
 
+    removed = cli.json("webhooks", "remove", endpoint_id)
+    assert (removed["endpoint_id"], removed["removed"]) == (endpoint_id, True)
+    assert cli.json("webhooks", "list", "--account", account_id) == []
+    assert cli.refused("webhooks", "log", endpoint_id)
+
 
 def test_refusals_exit_1_with_the_reason_and_create_nothing(cli: Cli, receiver: Receiver) -> None:
     free = cli.json("accounts", "create", "--email", "free@example.com", "--plan", "free")

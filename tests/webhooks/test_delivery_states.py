@@ -22,7 +22,9 @@ from webhooks.deliveries import fan_out_endpoint
 from webhooks.endpoints import WebhookRefused
 from webhooks.events import DATA_CHANGED, new_event_id
 from webhooks.schedule import MAX_ATTEMPTS, RETRY_WAITS
-from webhooks.tables import webhook_endpoints
+from webhooks.sender import post_signed
+from webhooks.tables import webhook_attempts, webhook_deliveries, webhook_endpoints
+from webhooks.url_safety import CheckedUrl
 
 
 def announce(rig: WebhookRig) -> str:
@@ -298,6 +300,44 @@ def test_on_a_plan_without_webhooks_endpoints_stay_listed_and_receive_nothing(
     later = announce(rig)
     worker.run_once()
     assert ids_received(receiver, url) == [delivered, later]
+
+
+def test_removing_an_endpoint_frees_its_place_and_drops_a_send_in_flight(
+    rig: WebhookRig, receiver: Receiver
+) -> None:
+    account = rig.account("max")
+    urls = [receiver.url() for _ in range(5)]
+    ids = [rig.endpoints.add(account.id, url).endpoint.endpoint_id for url in urls]
+    with pytest.raises(WebhookRefused):
+        rig.endpoints.add(account.id, receiver.url())
+    announce(rig)
+
+    def removing_first(checked: CheckedUrl, headers: dict, body: bytes, **options: object):
+        if checked.target == path_of(receiver, urls[0]):
+            rig.endpoints.remove(ids[0])  # removed while its delivery is being sent
+        return post_signed(checked, headers, body, **options)
+
+    assert rig.worker(sender=removing_first).run_once().outcomes == {"delivered": 4}
+    with rig.engine.connect() as connection:
+        for table in (webhook_endpoints, webhook_deliveries):
+            column = table.c.id if table is webhook_endpoints else table.c.endpoint_id
+            assert (
+                connection.scalar(
+                    sa.select(sa.func.count()).select_from(table).where(column == ids[0])
+                )
+                == 0
+            )
+        assert connection.scalar(sa.select(sa.func.count()).select_from(webhook_attempts)) == 4
+    with pytest.raises(WebhookRefused) as gone:
+        rig.endpoints.log(ids[0])
+    assert gone.value.status == 404
+    assert sorted(e.endpoint_id for e in rig.endpoints.list(account.id)) == sorted(ids[1:])
+    rig.endpoints.add(account.id, receiver.url())  # the place is free again
+
+    # an account that left Max may still clean up
+    rig.accounts.set_plan(account.id, "pro")
+    rig.endpoints.remove(ids[1])
+    assert len(rig.endpoints.list(account.id)) == 4
 
 
 def test_free_and_pro_accounts_cannot_add_endpoints(rig: WebhookRig, receiver: Receiver) -> None:
