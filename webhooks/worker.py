@@ -2,8 +2,9 @@
 
 Run it as ``findata webhooks worker`` (or inside ``findata serve --webhooks``); several may run
 against one control plane. Each round: count interrupted attempts of dead workers as failures,
-create deliveries for new events, then claim due deliveries a batch at a time and send each
-batch in parallel. All state is in the control plane, so a worker can be killed at any point.
+create deliveries for new events, then keep up to ``concurrency`` sends going, claiming due
+deliveries as sends finish. All state is in the control plane, so a worker can be killed at
+any point.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import secrets
 import socket
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -103,15 +104,23 @@ class DeliveryWorker:
             fanned_out=deliveries.fan_out(self.engine, self._subscribers, now),
         )
         with ThreadPoolExecutor(self._concurrency, thread_name_prefix="webhook-send") as pool:
-            while claims := deliveries.claim_due(
-                self.engine,
-                self.name,
-                self.clock.now(),
-                self._receiving_endpoints(),
-                self._concurrency,
-            ):
-                for status in pool.map(self._attempt, claims):
-                    if status is not None:
+            sending: set[Future[str | None]] = set()
+            while True:
+                # claim as sends finish, so one slow endpoint does not hold up the others
+                if free := self._concurrency - len(sending):
+                    claims = deliveries.claim_due(
+                        self.engine,
+                        self.name,
+                        self.clock.now(),
+                        self._receiving_endpoints(),
+                        free,
+                    )
+                    sending |= {pool.submit(self._attempt, claim) for claim in claims}
+                if not sending:
+                    break
+                done, sending = wait(sending, return_when=FIRST_COMPLETED)
+                for future in done:
+                    if (status := future.result()) is not None:
                         report.outcomes[status] = report.outcomes.get(status, 0) + 1
         deliveries.prune_log(self.engine, self.clock.now())
         return report

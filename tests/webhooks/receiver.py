@@ -176,6 +176,7 @@ class WebhookRig:
         resolver: Resolver = system_resolver,
         sender: Sender = post_signed,
         name: str | None = None,
+        concurrency: int = 8,
     ) -> DeliveryWorker:
         """A delivery worker on this rig's clock (the UNSAFE loopback policy of its settings)."""
         return DeliveryWorker(
@@ -188,6 +189,7 @@ class WebhookRig:
             resolver=resolver,
             sender=sender,
             name=name,
+            concurrency=concurrency,
         )
 
 

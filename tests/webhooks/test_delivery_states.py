@@ -340,6 +340,28 @@ def test_removing_an_endpoint_frees_its_place_and_drops_a_send_in_flight(
     assert len(rig.endpoints.list(account.id)) == 4
 
 
+def test_a_slow_endpoint_does_not_hold_up_the_others(rig: WebhookRig, receiver: Receiver) -> None:
+    account = rig.account("max")
+    slow, fast = receiver.url(), receiver.url()
+    rig.endpoints.add(account.id, slow)
+    rig.endpoints.add(account.id, fast)
+    receiver.answer(path_of(receiver, slow), "hold")
+    for _ in range(5):
+        announce(rig)
+    worker = rig.worker(concurrency=2)
+    reports = []
+    round_ = threading.Thread(target=lambda: reports.append(worker.run_once()))
+    round_.start()
+    try:
+        # the nine other deliveries go out through the other send slot while one send waits
+        receiver.wait_for(path_of(receiver, fast), 5, timeout=20)
+        receiver.wait_for(path_of(receiver, slow), 5, timeout=20)  # the held one and 4 more
+    finally:
+        receiver.release(path_of(receiver, slow))
+        round_.join(timeout=30)
+    assert reports[0].outcomes == {"delivered": 10}
+
+
 def test_free_and_pro_accounts_cannot_add_endpoints(rig: WebhookRig, receiver: Receiver) -> None:
     for plan in ("free", "pro"):
         account = rig.account(plan)
