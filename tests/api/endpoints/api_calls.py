@@ -159,6 +159,67 @@ def free_floor(today: dt.date) -> dt.date:
     return today.replace(year=today.year - 1)
 
 
+def assert_entity_id_rules(
+    api: RunningApi, key: str, endpoint: str, with_ticker: str, entity_id: int
+) -> None:
+    """``entity_id`` must be positive integers, and not beside a ticker in the path."""
+    for bad in ("0", "abc", "1.5", "-3"):
+        assert_bad_request(
+            get(api, key, endpoint, entity_id=bad),
+            f"Invalid entity_id: '{bad}'. Must be a positive integer.",
+        )
+    assert_bad_request(
+        get(api, key, with_ticker, entity_id=entity_id),
+        "Provide either a ticker in the path or an entity_id parameter, not both.",
+    )
+
+
+def assert_ambiguous_candidates_are_objects(
+    api: RunningApi, key: str, endpoint: str, case: dict[str, Any]
+) -> None:
+    """A 409 on ``endpoint`` lists the ambiguous ticker's candidates as objects."""
+    body = get(api, key, f"{endpoint}/{case['ticker']}", end=case["date"]).json()
+    candidates = body["candidates"][case["ticker"]]
+    assert all(isinstance(c, dict) for c in candidates)
+    assert sorted(c["entity_id"] for c in candidates) == sorted(case["entity_ids"])
+
+
+def assert_free_plan_history_floor(
+    api: RunningApi, free_key: str, endpoint: str, scenarios: dict[str, Any]
+) -> tuple[dt.date, dict[str, Any]]:
+    """Free on a period endpoint: one ticker or entity_id per request, rows from the floor on
+    with its header and warning, and a window before the floor empty with its own warning.
+    Returns the floor and the body of the plain ticker's default answer."""
+    plain = scenarios["plain"]["ticker"]
+    assert_bad_request(
+        get(api, free_key, f"{endpoint}/{plain},{scenarios['restatement']['ticker']}"),
+        "Free tier allows 1 ticker per request. Upgrade to Pro for up to 100 tickers per request.",
+    )
+    assert_bad_request(
+        get(api, free_key, endpoint, entity_id="1000001,1000002"),
+        "Free tier allows 1 entity_id per request. Upgrade to Pro for up to 100 entity_id values "
+        "per request.",
+    )
+    floor = free_floor(api.clock.now().date())
+    response = get(api, free_key, f"{endpoint}/{plain}")
+    assert response.status_code == 200
+    assert response.headers["X-Data-Floor"] == floor.isoformat()
+    body = response.json()
+    assert body["data"], "the demo has periods ending inside the last year"
+    assert min(row["period_end"] for row in body["data"]) >= floor.isoformat()
+    assert body["warnings"] == [
+        f"Free plan history starts at {floor.isoformat()} (one year before today, UTC); rows "
+        "before it are not returned. Upgrade to Pro for full history."
+    ]
+    before = get(api, free_key, f"{endpoint}/{plain}", start="2021-01-01", end="2021-12-31")
+    assert before.json()["data"] == []
+    assert before.json()["warnings"] == [
+        f"Free plan history starts at {floor.isoformat()} (one year before today, UTC); the "
+        "requested window ends before it, so there are no rows. Upgrade to Pro for full history."
+    ]
+    return floor, body
+
+
 def issuer_of(api: RunningApi, key: str, ticker: str) -> int:
     """The one issuer a ticker resolves to today."""
     body = get(api, key, f"/v1/resolve/{ticker}").json()

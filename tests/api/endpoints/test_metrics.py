@@ -13,8 +13,10 @@ import pytest
 
 from contracts.endpoints import load_endpoint_contract
 from tests.api.endpoints.api_calls import (
+    assert_ambiguous_candidates_are_objects,
     assert_bad_request,
-    free_floor,
+    assert_entity_id_rules,
+    assert_free_plan_history_floor,
     get,
     issuer_of,
     json_dates,
@@ -225,15 +227,7 @@ def test_value_texts(api: RunningApi, pro_key: str, scenarios: dict) -> None:
             "version must be restated on /v1/metrics; for the figures as known before a "
             "restatement pass as_of=YYYY-MM-DD",
         )
-    for bad in ("0", "abc", "1.5", "-3"):
-        assert_bad_request(
-            get(api, pro_key, "/v1/metrics", entity_id=bad),
-            f"Invalid entity_id: '{bad}'. Must be a positive integer.",
-        )
-    assert_bad_request(
-        get(api, pro_key, path, entity_id=scenarios["plain"]["entity_id"]),
-        "Provide either a ticker in the path or an entity_id parameter, not both.",
-    )
+    assert_entity_id_rules(api, pro_key, "/v1/metrics", path, scenarios["plain"]["entity_id"])
 
 
 def test_fields_limit_and_unknown_parameters(
@@ -404,37 +398,8 @@ def test_ambiguous_ticker(api: RunningApi, pro_key: str, scenarios: dict) -> Non
 def test_ambiguous_409_candidates_are_objects(
     api: RunningApi, pro_key: str, scenarios: dict
 ) -> None:
-    case = scenarios["ambiguous"]
-    body = get(api, pro_key, f"/v1/metrics/{case['ticker']}", end=case["date"]).json()
-    candidates = body["candidates"][case["ticker"]]
-    assert all(isinstance(c, dict) for c in candidates)
-    assert sorted(c["entity_id"] for c in candidates) == sorted(case["entity_ids"])
+    assert_ambiguous_candidates_are_objects(api, pro_key, "/v1/metrics", scenarios["ambiguous"])
 
 
 def test_free_plan(api: RunningApi, free_key: str, scenarios: dict) -> None:
-    plain = scenarios["plain"]["ticker"]
-    assert_bad_request(
-        get(api, free_key, f"/v1/metrics/{plain},{scenarios['restatement']['ticker']}"),
-        "Free tier allows 1 ticker per request. Upgrade to Pro for up to 100 tickers per request.",
-    )
-    assert_bad_request(
-        get(api, free_key, "/v1/metrics", entity_id="1000001,1000002"),
-        "Free tier allows 1 entity_id per request. Upgrade to Pro for up to 100 entity_id values "
-        "per request.",
-    )
-    floor = free_floor(api.clock.now().date())
-    response = get(api, free_key, f"/v1/metrics/{plain}")
-    assert response.status_code == 200
-    assert response.headers["X-Data-Floor"] == floor.isoformat()
-    body = response.json()
-    assert body["data"], "the demo has periods ending inside the last year"
-    assert min(row["period_end"] for row in body["data"]) >= floor.isoformat()
-    assert body["warnings"] == [
-        f"Free plan history starts at {floor.isoformat()} (one year before today, UTC); rows "
-        "before it are not returned. Upgrade to Pro for full history."
-    ]
-    before = get(api, free_key, f"/v1/metrics/{plain}", start="2021-01-01", end="2021-12-31")
-    assert before.json()["data"] == []
-    assert (
-        "the requested window ends before it, so there are no rows" in before.json()["warnings"][0]
-    )
+    assert_free_plan_history_floor(api, free_key, "/v1/metrics", scenarios)

@@ -9,7 +9,13 @@ import orjson
 import pytest
 
 from api.paging import CursorState, request_fingerprint
-from tests.api.endpoints.api_calls import assert_bad_request, free_floor, get, walk_cursor_rows
+from tests.api.endpoints.api_calls import (
+    assert_bad_request,
+    assert_entity_id_rules,
+    free_floor,
+    get,
+    walk_cursor_rows,
+)
 from tests.api.server import RunningApi
 
 
@@ -86,15 +92,7 @@ def test_date_and_value_texts(api: RunningApi, pro_key: str, scenarios: dict) ->
     assert_bad_request(
         get(api, pro_key, path, adjust="dividends"), "adjust must be 'split' or 'none'"
     )
-    for bad in ("0", "abc", "1.5", "-3"):
-        assert_bad_request(
-            get(api, pro_key, "/v1/prices", entity_id=bad),
-            f"Invalid entity_id: '{bad}'. Must be a positive integer.",
-        )
-    assert_bad_request(
-        get(api, pro_key, path, entity_id=scenarios["plain"]["entity_id"]),
-        "Provide either a ticker in the path or an entity_id parameter, not both.",
-    )
+    assert_entity_id_rules(api, pro_key, "/v1/prices", path, scenarios["plain"]["entity_id"])
 
 
 def test_fields(api: RunningApi, pro_key: str, scenarios: dict) -> None:
