@@ -113,22 +113,42 @@ def fan_out_endpoint(
     return created
 
 
-def fan_out(engine: sa.Engine, subscribers: SubscriberDirectory, now: dt.datetime) -> int:
+@dataclass(frozen=True)
+class ActiveEndpoint:
+    """An Active endpoint as a round of the worker sees it."""
+
+    id: str
+    events_through: int
+    receives: bool  # its account receives webhooks (plan and state)
+
+
+def active_endpoints(engine: sa.Engine, subscribers: SubscriberDirectory) -> list[ActiveEndpoint]:
+    """Every Active endpoint, each with whether its account receives webhooks now."""
+    with engine.connect() as connection:
+        rows = connection.execute(
+            sa.select(E.c.id, E.c.account_id, E.c.events_through).where(E.c.state == "active")
+        ).all()
+    return [
+        ActiveEndpoint(
+            row.id, row.events_through, receives_webhooks(subscribers.get_account(row.account_id))
+        )
+        for row in rows
+    ]
+
+
+def fan_out(engine: sa.Engine, endpoints: list[ActiveEndpoint], now: dt.datetime) -> int:
     """Give every Active endpoint a delivery of each new ``data.changed`` event.
 
     Endpoints of accounts that receive nothing (a plan without webhooks, a disabled account)
     pass the events by. Paused and Disabled endpoints are skipped here; Resume moves their mark
     to the newest event, so what was created while they were off is never sent to them.
     """
-    with engine.connect() as connection:
-        active = connection.execute(
-            sa.select(E.c.id, E.c.account_id, E.c.events_through).where(E.c.state == "active")
-        ).all()
     created = 0
-    for endpoint in active:
-        send = receives_webhooks(subscribers.get_account(endpoint.account_id))
+    for endpoint in endpoints:
         with engine.begin() as connection:
-            created += fan_out_endpoint(connection, endpoint.id, endpoint.events_through, now, send)
+            created += fan_out_endpoint(
+                connection, endpoint.id, endpoint.events_through, now, endpoint.receives
+            )
     return created
 
 

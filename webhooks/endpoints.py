@@ -18,7 +18,12 @@ from webhooks import deliveries
 from webhooks.events import TEST, newest_data_changed_id, record_test_event
 from webhooks.schedule import LOG_RETENTION, LOG_SIZE
 from webhooks.signing import SecretBox, new_signing_secret
-from webhooks.subscribers import SubscriberDirectory, endpoint_allowance, plan_has_webhooks
+from webhooks.subscribers import (
+    Subscriber,
+    SubscriberDirectory,
+    endpoint_allowance,
+    plan_has_webhooks,
+)
 from webhooks.tables import webhook_attempts as A
 from webhooks.tables import webhook_deliveries as D
 from webhooks.tables import webhook_endpoints as E
@@ -114,7 +119,7 @@ class WebhookEndpoints:
     def add(self, account_id: str, url: str) -> SecretShown:
         """A new Active endpoint for ``url``; its secret is returned this once."""
         subscriber = self._subscribers.get_account(account_id)
-        self._require_webhooks(account_id)
+        _require_webhooks(subscriber)
         try:
             check_url(url, self._policy, self._resolver)
         except UnsafeUrl as error:
@@ -290,17 +295,8 @@ class WebhookEndpoints:
     ) -> sa.Row:
         """The endpoint's row, locked, when its account may change it (402 otherwise)."""
         row = _endpoint_row(connection, endpoint_id, account_id, lock=True)
-        self._require_webhooks(row.account_id)
+        _require_webhooks(self._subscribers.get_account(row.account_id))
         return row
-
-    def _require_webhooks(self, account_id: str) -> None:
-        if not plan_has_webhooks(self._subscribers.get_account(account_id)):
-            raise WebhookRefused(
-                402,
-                "upgrade_required",
-                "Webhooks are part of the Max and Redistribution plans. Upgrade to add, change, "
-                "test or resend webhook endpoints.",
-            )
 
     def _endpoint(self, row: sa.Row) -> Endpoint:
         return Endpoint(
@@ -312,6 +308,17 @@ class WebhookEndpoints:
             as_utc(row.state_changed_at),
             as_utc(row.created_at),
             plan_has_webhooks(self._subscribers.get_account(row.account_id)),
+        )
+
+
+def _require_webhooks(subscriber: Subscriber) -> None:
+    """402 unless the account's plan has webhooks."""
+    if not plan_has_webhooks(subscriber):
+        raise WebhookRefused(
+            402,
+            "upgrade_required",
+            "Webhooks are part of the Max and Redistribution plans. Upgrade to add, change, "
+            "test or resend webhook endpoints.",
         )
 
 

@@ -27,8 +27,7 @@ from webhooks import deliveries
 from webhooks.deliveries import Claim, LeaseLost
 from webhooks.sender import SendResult, post_signed
 from webhooks.signing import SecretBox, signed_headers
-from webhooks.subscribers import SubscriberDirectory, receives_webhooks
-from webhooks.tables import webhook_endpoints as E
+from webhooks.subscribers import SubscriberDirectory
 from webhooks.url_safety import Resolver, UnsafeUrl, UrlPolicy, check_url, system_resolver
 
 log = logging.getLogger("findata.webhooks")
@@ -97,12 +96,12 @@ class DeliveryWorker:
     def run_once(self) -> RoundReport:
         """One round: recover, fan out, send everything due now, prune the log."""
         now = self.clock.now()
-        report = RoundReport(
-            recovered=deliveries.recover_interrupted(
-                self.engine, self.name, now, self._subscribers
-            ),
-            fanned_out=deliveries.fan_out(self.engine, self._subscribers, now),
-        )
+        recovered = deliveries.recover_interrupted(self.engine, self.name, now, self._subscribers)
+        # looked up once a round: a pause meanwhile still stops claims (they re-check the state),
+        # a plan change counts from the next round
+        endpoints = deliveries.active_endpoints(self.engine, self._subscribers)
+        receiving = [endpoint.id for endpoint in endpoints if endpoint.receives]
+        report = RoundReport(recovered, deliveries.fan_out(self.engine, endpoints, now))
         with ThreadPoolExecutor(self._concurrency, thread_name_prefix="webhook-send") as pool:
             sending: set[Future[str | None]] = set()
             while True:
@@ -112,7 +111,7 @@ class DeliveryWorker:
                         self.engine,
                         self.name,
                         self.clock.now(),
-                        self._receiving_endpoints(),
+                        receiving,
                         free,
                     )
                     sending |= {pool.submit(self._attempt, claim) for claim in claims}
@@ -136,18 +135,6 @@ class DeliveryWorker:
             except Exception:  # the next round retries; nothing is lost, state is in the DB
                 log.exception("webhook round failed")
             stop.wait(poll_seconds)
-
-    def _receiving_endpoints(self) -> list[str]:
-        """Active endpoints whose accounts receive webhooks."""
-        with self.engine.connect() as connection:
-            rows = connection.execute(
-                sa.select(E.c.id, E.c.account_id).where(E.c.state == "active")
-            ).all()
-        return [
-            row.id
-            for row in rows
-            if receives_webhooks(self._subscribers.get_account(row.account_id))
-        ]
 
     def _attempt(self, claim: Claim) -> str | None:
         """Check the URL again, sign now, send, record; returns the delivery's new status."""
