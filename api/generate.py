@@ -34,6 +34,7 @@ from api.responses import json_response
 from api.subjects import check_subject_count, parse_tickers, resolve_subjects
 from contracts.endpoints import EndpointContract, Parameter, endpoint_names, load_endpoint_contract
 from contracts.plans import Plan
+from findata.dates import years_before
 
 Handler = Callable[[EndpointCall], EndpointAnswer]
 
@@ -201,7 +202,7 @@ def _answer(
     ticket: Ticket | None = None
     try:
         if contract.history_floor and plan and plan.history_floor_years:
-            call.floor = _floor(today, plan.history_floor_years)
+            call.floor = years_before(today, plan.history_floor_years)
             call.warnings += _floor_warnings(call)
         tickers, entity_ids = _subjects_sent(call)
         if contract.subject:
@@ -320,14 +321,6 @@ def _page(
     if cursor_state is None:
         return PageWindow(offset=0, limit=size, number=1)
     return PageWindow(offset=cursor_state.offset, limit=size, number=cursor_state.page)
-
-
-def _floor(today: dt.date, years: int) -> dt.date:
-    """The Free history floor: the same day ``years`` back (28 February for 29 February)."""
-    try:
-        return today.replace(year=today.year - years)
-    except ValueError:
-        return today.replace(year=today.year - years, day=28)
 
 
 def _floor_warnings(call: EndpointCall) -> list[str]:

@@ -9,6 +9,7 @@ carry the restated figures: the same period then has two values known from two d
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -76,11 +77,11 @@ class Period:
     year: int
     quarter: int | None
 
-    @property
+    @functools.cached_property
     def start(self) -> dt.date:
         return dt.date(self.year, 1 if self.quarter is None else 3 * self.quarter - 2, 1)
 
-    @property
+    @functools.cached_property
     def end(self) -> dt.date:
         month = 12 if self.quarter is None else 3 * self.quarter
         return dt.date(self.year + month // 12, month % 12 + 1, 1) - dt.timedelta(days=1)
@@ -214,17 +215,24 @@ def assign_frames(facts: list[Fact]) -> list[Fact]:
 
 
 def _with_frame(fact: Fact) -> Fact:
-    from dataclasses import replace
+    frame = _calendar_frame(fact.start, fact.end)
+    # a new Fact from its fields: dataclasses.replace costs several times more, and this runs
+    # for most facts of every issuer
+    return fact if frame is None else Fact(**{**vars(fact), "frame": frame})
 
-    if fact.start is None:
-        quarter = (fact.end.month - 1) // 3 + 1
-        if fact.end != Period(fact.end.year, quarter).end:
-            return fact  # cover-page dates are not calendar instants
-        return replace(fact, frame=f"CY{fact.end.year}Q{quarter}I")
-    days = (fact.end - fact.start).days
-    if days > 300:
-        return replace(fact, frame=f"CY{fact.end.year}")
-    return replace(fact, frame=f"CY{fact.end.year}Q{(fact.end.month - 1) // 3 + 1}")
+
+@functools.cache
+def _calendar_frame(start: dt.date | None, end: dt.date) -> str | None:
+    """SEC's frame of a fact's period: ``CY2023Q1I`` for a quarter-end instant, ``CY2023`` for
+    a year, ``CY2023Q1`` for a quarter; None for an instant that ends no quarter."""
+    quarter = (end.month - 1) // 3 + 1
+    if start is None:
+        if end != Period(end.year, quarter).end:
+            return None  # cover-page dates are not calendar instants
+        return f"CY{end.year}Q{quarter}I"
+    if (end - start).days > 300:
+        return f"CY{end.year}"
+    return f"CY{end.year}Q{quarter}"
 
 
 def build_issuer_filings(

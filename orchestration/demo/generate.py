@@ -1,8 +1,10 @@
 """``findata demo``'s generation step: the seeded universe written into landing, plus the manifest.
 
-Everything random comes from one ``numpy`` generator seeded by ``seed`` and drawn in a fixed
-order, and every file is written in a fixed order and format, so the same seed and the same
-``today`` give byte-identical files.
+Generation runs in stages (the market: universe, prices, index rosters; then fundamentals,
+insiders, holdings), each drawing from its own ``numpy`` generator seeded by ``seed`` and the
+stage, in a fixed order; every file is written in a fixed order and format. So the same seed and
+the same ``today`` give byte-identical files, for any seed and any day (the generator's property
+tests sweep both), and the manifest is checked before anything is written.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import datetime as dt
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -18,6 +21,7 @@ from orchestration.demo import sec_formats
 from orchestration.demo.calendar import trading_sessions
 from orchestration.demo.documents import (
     Address,
+    Filing13F,
     FilingIndexEntry,
     Form4Filing,
     FormerName,
@@ -30,7 +34,7 @@ from orchestration.demo.fundamentals import (
     filings_of_universe,
 )
 from orchestration.demo.holdings import build_13f_filings, build_managers
-from orchestration.demo.indexes import build_indexes
+from orchestration.demo.indexes import Membership, build_indexes
 from orchestration.demo.insiders import add_amendment, build_form4_filings
 from orchestration.demo.landing_csv import (
     write_corporate_actions,
@@ -38,12 +42,15 @@ from orchestration.demo.landing_csv import (
     write_prices,
     write_security_master,
 )
-from orchestration.demo.prices import simulate_prices
+from orchestration.demo.prices import PriceHistory, simulate_prices
+from orchestration.demo.scenario_checks import check_manifest
 from orchestration.demo.scenarios import build_scenarios
-from orchestration.demo.sizes import SIZES
+from orchestration.demo.sizes import SIZES, DemoSize
 from orchestration.demo.universe import SIC_DESCRIPTIONS, Issuer, Universe, build_universe
 
 DEFAULT_SEED = 20_240_601
+#: the generation stages, each with a random stream of its own (``stage_rng``)
+_STAGES = ("universe", "prices", "indexes", "fundamentals", "insiders", "holdings")
 _EXCHANGE_NAMES = {"XNYS": "NYSE", "XNAS": "Nasdaq"}
 
 
@@ -64,13 +71,11 @@ def landing_is_empty(landing_dir: Path) -> bool:
 
 def _ordinary_issuers(universe: Universe) -> list[Issuer]:
     """Issuers not built for a scenario, with one security trading over the whole history."""
-    special_ids = {universe.special["plain"].issuer.entity_id}
     first, as_of = universe.sessions[0].date(), universe.as_of
     return [
         i
-        for i in universe.issuers[10:]
-        if i.entity_id not in special_ids
-        and len(i.securities) == 1
+        for i in universe.ordinary_issuers
+        if len(i.securities) == 1
         and i.securities[0].listed == first
         and i.securities[0].delisted is None
         and not i.issuer_tickers
@@ -136,6 +141,145 @@ def _write(path: Path, data: bytes) -> None:
     path.write_bytes(data)
 
 
+def stage_rng(seed: int, stage: str) -> np.random.Generator:
+    """The random generator of one generation stage. Each stage draws from a stream of its own,
+    so what a stage builds depends on the seed and its inputs alone, and building only the
+    first stages (as the generator's property tests do) gives exactly what a whole generation
+    builds."""
+    return np.random.default_rng([seed, _STAGES.index(stage)])
+
+
+@dataclass(frozen=True)
+class Market:
+    """The first stages: who is listed under which ticker, their prices, the index rosters."""
+
+    universe: Universe
+    history: PriceHistory
+    memberships: list[Membership]
+
+    @property
+    def as_of(self) -> dt.date:
+        return self.universe.as_of
+
+
+@dataclass(frozen=True)
+class Demo:
+    """The whole demo universe in memory, its manifest checked (``check_manifest``)."""
+
+    market: Market
+    filings: dict[int, IssuerFilings]
+    form4s: list[Form4Filing]
+    thirteen_fs: list[Filing13F]
+    scenarios: dict[str, Any]
+
+
+def build_market(demo_size: DemoSize, seed: int, today: dt.date) -> Market:
+    """Issuers, securities and their ticker periods over the sessions of ``demo_size.years``
+    before ``today``, their daily prices and corporate actions, and the index rosters."""
+    sessions = trading_sessions(dt.date(today.year - demo_size.years, today.month, 1), today)
+    universe = build_universe(stage_rng(seed, "universe"), demo_size, sessions)
+    history = simulate_prices(stage_rng(seed, "prices"), universe)
+    memberships = build_indexes(
+        stage_rng(seed, "indexes"),
+        universe,
+        history,
+        demo_size.sp500,
+        demo_size.djia,
+        demo_size.ndx100,
+    )
+    return Market(universe, history, memberships)
+
+
+def build_demo(demo_size: DemoSize, seed: int, today: dt.date) -> Demo:
+    """The demo universe for ``seed`` and ``today``: prices run to the last trading day before
+    ``today`` and every filing is filed by then. Raises ``ScenarioError`` when a scenario of the
+    manifest is not exactly the case its key names."""
+    market = build_market(demo_size, seed, today)
+    universe, history, as_of = market.universe, market.history, market.as_of
+    ordinary = _ordinary_issuers(universe)
+    restating, insider_issuers = ordinary[0], ordinary[1 : 1 + demo_size.insider_issuers]
+    accessions = AccessionCounter()
+    filings = filings_of_universe(
+        stage_rng(seed, "fundamentals"), universe, history, accessions, restating
+    )
+    form4s = build_form4_filings(
+        stage_rng(seed, "insiders"), universe, history, insider_issuers, accessions
+    )
+    insider_issuer = next(
+        i for i in insider_issuers if any(f.derivative for f in form4s if f.issuer_cik == i.cik10)
+    )
+    form4s = add_amendment(form4s, insider_issuer, accessions, as_of)
+    holdings_rng = stage_rng(seed, "holdings")
+    managers = build_managers(holdings_rng, demo_size.managers)
+    thirteen_fs = build_13f_filings(
+        holdings_rng,
+        universe,
+        history,
+        managers,
+        demo_size.holdings_per_manager,
+        universe.special["plain"],
+        accessions,
+    )
+    scenarios = build_scenarios(
+        universe,
+        history,
+        restating=restating,
+        restatement=filings[restating.entity_id],
+        insider_issuer=insider_issuer,
+        manager=managers[0],
+        thirteen_fs=thirteen_fs,
+        memberships=market.memberships,
+    )
+    check_manifest(scenarios, market.universe, market.history, market.memberships)
+    return Demo(market, filings, form4s, thirteen_fs, scenarios)
+
+
+def write_demo(demo: Demo, landing_dir: Path, demo_dir: Path) -> DemoResult:
+    """Write ``demo`` into ``landing_dir`` in the publishers' formats, and its manifest
+    ``demo_dir/scenarios.json``; every file in a fixed order and format."""
+    universe, as_of = demo.market.universe, demo.market.as_of
+    files = 0
+    sec = landing_dir / "sec"
+    for issuer in universe.issuers:
+        issuer_filings = demo.filings[issuer.entity_id]
+        _write(
+            sec / sec_formats.companyfacts_file_name(issuer.cik),
+            sec_formats.companyfacts_json(company_facts(issuer, issuer_filings)),
+        )
+        _write(
+            sec / sec_formats.submissions_file_name(issuer.cik),
+            sec_formats.submissions_json(_submissions(issuer, issuer_filings, demo.form4s, as_of)),
+        )
+        files += 2
+    for form4 in demo.form4s:
+        _write(sec / sec_formats.form4_file_name(form4), sec_formats.form4_xml(form4))
+        files += 1
+    for filing in demo.thirteen_fs:
+        primary, table = sec_formats.form13f_file_names(filing)
+        _write(sec / primary, sec_formats.form13f_primary_doc_xml(filing))
+        _write(sec / table, sec_formats.form13f_information_table_xml(filing))
+        files += 2
+    files += write_market(demo.market, landing_dir)
+    scenarios_path = demo_dir / "scenarios.json"
+    _write(scenarios_path, (json.dumps(demo.scenarios, indent=2, sort_keys=False) + "\n").encode())
+    return DemoResult(
+        landing_dir=landing_dir, scenarios_path=scenarios_path, as_of=as_of, files=files
+    )
+
+
+def write_market(market: Market, landing_dir: Path) -> int:
+    """The market's CSV landing files (prices by year, corporate actions, security master,
+    index membership); returns how many files were written."""
+    history = market.history
+    files = len(write_prices(history, landing_dir / "prices"))
+    write_corporate_actions(history, landing_dir / "corporate_actions" / "corporate_actions.csv")
+    write_security_master(market.universe, landing_dir / "security_master" / "security_master.csv")
+    write_index_membership(
+        market.memberships, landing_dir / "index_membership" / "index_membership.csv"
+    )
+    return files + 3
+
+
 def generate_demo(
     landing_dir: Path,
     demo_dir: Path,
@@ -146,72 +290,7 @@ def generate_demo(
 ) -> DemoResult:
     """Generate the demo universe into ``landing_dir`` and write ``demo_dir/scenarios.json``.
 
-    Prices run to the last trading day before ``today``; every filing is filed by then.
+    Prices run to the last trading day before ``today``; every filing is filed by then. Nothing
+    is written when the manifest's check fails (``ScenarioError``).
     """
-    demo_size = SIZES[size]
-    rng = np.random.default_rng(seed)
-    sessions = trading_sessions(dt.date(today.year - demo_size.years, today.month, 1), today)
-    universe = build_universe(rng, demo_size, sessions)
-    history = simulate_prices(rng, universe)
-    as_of = universe.as_of
-
-    ordinary = _ordinary_issuers(universe)
-    restating, insider_issuers = ordinary[0], ordinary[1 : 1 + demo_size.insider_issuers]
-    accessions = AccessionCounter()
-    filings = filings_of_universe(rng, universe, history, accessions, restating)
-    form4s = build_form4_filings(rng, universe, history, insider_issuers, accessions)
-    insider_issuer = next(
-        i for i in insider_issuers if any(f.derivative for f in form4s if f.issuer_cik == i.cik10)
-    )
-    form4s = add_amendment(form4s, insider_issuer, accessions, as_of)
-    managers = build_managers(rng, demo_size.managers)
-    plain = universe.special["plain"]
-    thirteen_fs = build_13f_filings(
-        rng, universe, history, managers, demo_size.holdings_per_manager, plain, accessions
-    )
-    memberships = build_indexes(
-        rng, universe, history, demo_size.sp500, demo_size.djia, demo_size.ndx100
-    )
-
-    files = 0
-    sec = landing_dir / "sec"
-    for issuer in universe.issuers:
-        issuer_filings = filings[issuer.entity_id]
-        _write(
-            sec / sec_formats.companyfacts_file_name(issuer.cik),
-            sec_formats.companyfacts_json(company_facts(issuer, issuer_filings)),
-        )
-        _write(
-            sec / sec_formats.submissions_file_name(issuer.cik),
-            sec_formats.submissions_json(_submissions(issuer, issuer_filings, form4s, as_of)),
-        )
-        files += 2
-    for form4 in form4s:
-        _write(sec / sec_formats.form4_file_name(form4), sec_formats.form4_xml(form4))
-        files += 1
-    for filing in thirteen_fs:
-        primary, table = sec_formats.form13f_file_names(filing)
-        _write(sec / primary, sec_formats.form13f_primary_doc_xml(filing))
-        _write(sec / table, sec_formats.form13f_information_table_xml(filing))
-        files += 2
-    files += len(write_prices(history, landing_dir / "prices"))
-    write_corporate_actions(history, landing_dir / "corporate_actions" / "corporate_actions.csv")
-    write_security_master(universe, landing_dir / "security_master" / "security_master.csv")
-    write_index_membership(memberships, landing_dir / "index_membership" / "index_membership.csv")
-    files += 3
-
-    scenarios = build_scenarios(
-        universe,
-        history,
-        restating=restating,
-        restatement=filings[restating.entity_id],
-        insider_issuer=insider_issuer,
-        manager=managers[0],
-        thirteen_fs=thirteen_fs,
-        memberships=memberships,
-    )
-    scenarios_path = demo_dir / "scenarios.json"
-    _write(scenarios_path, (json.dumps(scenarios, indent=2, sort_keys=False) + "\n").encode())
-    return DemoResult(
-        landing_dir=landing_dir, scenarios_path=scenarios_path, as_of=as_of, files=files
-    )
+    return write_demo(build_demo(SIZES[size], seed, today), landing_dir, demo_dir)

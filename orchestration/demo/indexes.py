@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from orchestration.demo.prices import PriceHistory
+from orchestration.demo.tickers import TickerBook
 from orchestration.demo.universe import Security, Universe
 
 INDEX_NAMES = {"sp500": "S&P 500", "djia": "Dow Jones Industrial Average", "ndx100": "Nasdaq-100"}
@@ -105,9 +106,23 @@ def build_indexes(
     djia: int,
     ndx100: int,
 ) -> list[Membership]:
-    """Every index's membership intervals."""
+    """Every index's membership intervals.
+
+    Publishers key rosters by ticker (the landing file's key is index, ticker and date added),
+    so only a security that owns its tickers can be a member: under a ticker that names another
+    security at the same time (the demo's ambiguous ticker), a roster row could not say which
+    one is meant, and two such members added on one day would be one key twice.
+    """
+    book = TickerBook(universe)
+
+    def listed_by_own_ticker(security: Security) -> bool:
+        return book.owns_its_tickers(security)
+
+    def on_nasdaq(security: Security) -> bool:
+        return security.exchange == "XNAS" and book.owns_its_tickers(security)
+
     return [
-        *build_index(rng, universe, history, "sp500", sp500, lambda s: True, 1.5),
-        *build_index(rng, universe, history, "djia", djia, lambda s: True, 0.15),
-        *build_index(rng, universe, history, "ndx100", ndx100, lambda s: s.exchange == "XNAS", 1.0),
+        *build_index(rng, universe, history, "sp500", sp500, listed_by_own_ticker, 1.5),
+        *build_index(rng, universe, history, "djia", djia, listed_by_own_ticker, 0.15),
+        *build_index(rng, universe, history, "ndx100", ndx100, on_nasdaq, 1.0),
     ]

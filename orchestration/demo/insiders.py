@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from findata.dates import years_before
 from orchestration.demo.documents import (
     Address,
     DerivativeLine,
@@ -231,7 +232,7 @@ def build_form4_filings(
 ) -> list[Form4Filing]:
     """Form 4 filings of ``issuers``' insiders over the last three years, up to ``as_of``."""
     as_of = universe.as_of
-    first = max(universe.sessions[0].date(), as_of.replace(year=as_of.year - 3))
+    first = max(universe.sessions[0].date(), years_before(as_of, 3))
     filings: list[Form4Filing] = []
     for issuer in issuers:
         security = issuer.securities[0]

@@ -52,6 +52,7 @@ class PriceHistory:
 
     def __post_init__(self) -> None:
         self._values_cache: dict[dt.date, dict[int, float]] = {}
+        self._rows_by_date: dict[pd.Timestamp, np.ndarray] | None = None
         self._series = {
             int(key): _Series(
                 frame["date"].to_numpy(dtype="datetime64[s]"),
@@ -64,7 +65,10 @@ class PriceHistory:
     def market_values(self, day: dt.date) -> dict[int, float]:
         """Close times shares outstanding of every security that traded on ``day``."""
         if day not in self._values_cache:
-            rows = self.prices[self.prices["date"] == pd.Timestamp(day)]
+            if self._rows_by_date is None:
+                # row positions per date, found once (filtering the frame per day is slow)
+                self._rows_by_date = self.prices.groupby("date", sort=False).indices
+            rows = self.prices.iloc[self._rows_by_date.get(pd.Timestamp(day), [])]
             value = rows["close"].to_numpy() * rows["shares_outstanding"].to_numpy()
             self._values_cache[day] = dict(
                 zip(rows["entity_id"].astype(int).tolist(), value.tolist(), strict=True)
@@ -77,6 +81,24 @@ class PriceHistory:
         position = -1 if series is None else series.position(day)
         return None if position < 0 else float(series.close[position])
 
+    def traded_on(self, entity_id: int, day: dt.date) -> bool:
+        """The security has a bar on ``day``."""
+        series = self._series.get(entity_id)
+        if series is None:
+            return False
+        position = series.position(day)
+        return position >= 0 and series.dates[position] == np.datetime64(day, "s")
+
+    def first_bar(self, entity_id: int) -> dt.date | None:
+        """The date of the security's first bar (None without prices)."""
+        series = self._series.get(entity_id)
+        return None if series is None else _to_date(series.dates[0])
+
+    def last_bar(self, entity_id: int) -> dt.date | None:
+        """The date of the security's last bar (None without prices)."""
+        series = self._series.get(entity_id)
+        return None if series is None else _to_date(series.dates[-1])
+
     def shares_on(self, entity_id: int, day: dt.date) -> float | None:
         """Shares outstanding on the last session on or before ``day`` (the first session's
         count when ``day`` comes before it; None without prices)."""
@@ -84,6 +106,10 @@ class PriceHistory:
         if series is None:
             return None
         return float(series.shares[max(series.position(day), 0)])
+
+
+def _to_date(value: np.datetime64) -> dt.date:
+    return value.astype("datetime64[D]").item()
 
 
 def _split_schedule(
@@ -171,7 +197,7 @@ def _simulate_security(
             "shares_outstanding": shares.astype("int64"),
         }
     )
-    frame.insert(1, "ticker", [security.ticker_on(d.date()) for d in days])
+    frame.insert(1, "ticker", _tickers_by_day(security, days))
 
     actions = [
         CorporateAction(
@@ -199,6 +225,18 @@ def _simulate_security(
                     )
                 )
     return frame, actions
+
+
+def _tickers_by_day(security: Security, days: pd.DatetimeIndex) -> np.ndarray:
+    """``security.ticker_on`` for every day at once (the first period covering a day wins, so
+    the periods are laid down last to first)."""
+    tickers = np.full(len(days), None, dtype=object)
+    for period in reversed(security.tickers):
+        covered = days >= pd.Timestamp(period.valid_from)
+        if period.valid_to is not None:
+            covered &= days <= pd.Timestamp(period.valid_to)
+        tickers[covered] = period.ticker
+    return tickers
 
 
 def simulate_prices(rng: np.random.Generator, universe: Universe) -> PriceHistory:

@@ -10,6 +10,7 @@ from orchestration.demo.fundamentals import IssuerFilings
 from orchestration.demo.holdings import Manager
 from orchestration.demo.indexes import INDEX_NAMES, Membership
 from orchestration.demo.prices import PriceHistory
+from orchestration.demo.scenario_checks import ScenarioError
 from orchestration.demo.universe import Issuer, Security, Universe
 
 #: a string that several demo manager names contain (see holdings._MANAGER_KINDS)
@@ -25,6 +26,34 @@ def _current_ticker(security: Security, as_of: dt.date) -> str:
     if ticker is None:
         raise ValueError(f"security {security.entity_id} has no ticker on {as_of}")
     return ticker
+
+
+def _plain_index_events(
+    universe: Universe, memberships: list[Membership], index: str
+) -> tuple[Membership, Membership]:
+    """An addition after the first roster (still a member) and a removal from ``index``, each of
+    an ordinary security (none built for another scenario, one ticker all its life); the removal
+    is a rebalance's, not a delisting's: the security still trades on the removal date."""
+    ordinary = {
+        s.entity_id
+        for issuer in universe.ordinary_issuers
+        for s in issuer.securities
+        if len(s.tickers) == 1
+    }
+    first = universe.sessions[0].date()
+    own = [m for m in memberships if m.index == index and m.security.entity_id in ordinary]
+    added = [m for m in own if m.added > first and m.removed is None]
+    removed = [
+        m
+        for m in own
+        if m.removed is not None
+        and (m.security.delisted is None or m.removed <= m.security.delisted)
+    ]
+    if not added or not removed:
+        raise ScenarioError(
+            f"{index} has no plain addition or no plain removal over {first}..{universe.as_of}"
+        )
+    return added[0], removed[0]
 
 
 def build_scenarios(
@@ -63,10 +92,7 @@ def build_scenarios(
         and any(h.cusip == plain.cusip and h.put_call is None for h in f.holdings)
     ]
 
-    sp500 = [m for m in memberships if m.index == "sp500"]
-    first = universe.sessions[0].date()
-    added = next(m for m in sp500 if m.added > first and m.removed is None)
-    removed = next(m for m in sp500 if m.removed is not None)
+    added, removed = _plain_index_events(universe, memberships, "sp500")
 
     return {
         "as_of": as_of.isoformat(),
@@ -141,9 +167,9 @@ def build_scenarios(
                 "date": added.added.isoformat(),
             },
             "removed": {
-                "ticker": removed.security.ticker_on(removed.removed - dt.timedelta(days=1))
-                or removed.security.tickers[-1].ticker,
-                "date": removed.removed.isoformat(),
+                # its ticker on its last day as a member
+                "ticker": removed.security.ticker_on(removed.removed - dt.timedelta(days=1)),
+                "date": _iso(removed.removed),
             },
         },
         "indexes": sorted(INDEX_NAMES),

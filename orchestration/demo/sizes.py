@@ -21,6 +21,18 @@ class DemoSize:
 
 
 SIZES: dict[str, DemoSize] = {
+    # tiny: every scenario on the fewest securities, for the generator's property tests
+    "tiny": DemoSize(
+        "tiny",
+        securities=20,
+        years=4,
+        sp500=10,
+        djia=5,
+        ndx100=6,
+        managers=2,
+        holdings_per_manager=8,
+        insider_issuers=2,
+    ),
     # small builds through the whole pipeline in well under a minute
     "small": DemoSize(
         "small",

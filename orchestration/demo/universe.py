@@ -226,6 +226,13 @@ class Universe:
     sessions: pd.DatetimeIndex
     issuers: list[Issuer]
     special: dict[str, object]
+    #: the first ``scenario_issuers`` issuers are the ones built for the scenarios
+    scenario_issuers: int = 0
+
+    @property
+    def ordinary_issuers(self) -> list[Issuer]:
+        """Issuers drawn at random, none of them built for a scenario."""
+        return self.issuers[self.scenario_issuers :]
 
     @property
     def securities(self) -> list[Security]:
@@ -451,6 +458,7 @@ def build_universe(
     special["issuer_without_listing"] = (orphan_ticker, sessions[n - n // 12].date(), orphan)
 
     # the rest: ordinary companies, some listed later, a few delisted
+    scenario_issuers = len(issuers)
     while len([s for i in issuers for s in i.securities]) < size.securities:
         issuer = new_issuer()
         listed = first
@@ -465,7 +473,9 @@ def build_universe(
         new_security(issuer, listed, delisted, [TickerPeriod(ticker, listed, delisted)])
 
     special["split_candidates"] = [special["plain"], *classes]
-    return Universe(sessions=sessions, issuers=issuers, special=special)
+    return Universe(
+        sessions=sessions, issuers=issuers, special=special, scenario_issuers=scenario_issuers
+    )
 
 
 def session_on_or_after(universe: Universe, day: dt.date) -> dt.date:

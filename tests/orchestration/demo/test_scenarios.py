@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
+from pathlib import Path
 
 import pandas as pd
 import pytest
 from conftest import Demo
 
 from orchestration.demo.calendar import trading_sessions
+from orchestration.demo.generate import DEFAULT_SEED, generate_demo
+from orchestration.landing import read_source
+from tests.orchestration.demo.landing_invariants import roster_problems, scenario_problems
 
 DESIGN_KEYS = {
     "as_of",
@@ -270,3 +275,31 @@ def test_index_rosters_keep_their_size(small_demo: Demo, index: str, size: int) 
     assert (own["removed"].isna()).sum() == size
     assert (own["added"] > own["added"].min()).any(), "no addition after the first roster"
     assert (own["removed"] <= as_of).any(), "no removal"
+
+
+def test_every_scenario_is_exactly_its_case(small_demo: Demo) -> None:
+    assert scenario_problems(small_demo.scenarios, small_demo.tables.tables) == []
+    assert roster_problems(small_demo.tables.tables) == []
+
+
+@pytest.mark.parametrize(
+    "seed",
+    [
+        7,  # the old generator removed the ambiguous ticker MIX from sp500 (a 409, not a removal)
+        DEFAULT_SEED,  # the old generator added two securities under MMU on one day: a key twice
+    ],
+)
+def test_the_days_defects_are_gone_on_2026_11_24(seed: int, tmp_path: Path) -> None:
+    result = generate_demo(
+        tmp_path / "landing",
+        tmp_path / "demo",
+        size="small",
+        seed=seed,
+        today=dt.date(2026, 11, 24),
+    )
+    tables = {}
+    for source in ("security_master", "index_membership", "corporate_actions"):
+        tables.update(read_source(tmp_path / "landing", source))
+    manifest = json.loads(result.scenarios_path.read_text())
+    assert scenario_problems(manifest, tables) == []
+    assert roster_problems(tables) == []
