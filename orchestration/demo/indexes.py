@@ -42,6 +42,26 @@ def _rebalance_days(sessions: pd.DatetimeIndex) -> list[dt.date]:
     return days
 
 
+@dataclass(frozen=True)
+class Replacement:
+    """On ``day`` the index committee puts ``joining`` in the place of ``leaving``: the demo's
+    plain addition and removal. ``leaving`` is a member from the first roster until then and
+    never comes back; ``joining`` is not a member before and stays one after (the rebalances
+    around them move other members)."""
+
+    day: dt.date
+    leaving: int
+    joining: int
+
+    def kept(self, day: dt.date) -> set[int]:
+        """Members a rebalance on ``day`` does not remove."""
+        return {self.leaving} if day < self.day else {self.joining}
+
+    def barred(self, day: dt.date) -> set[int]:
+        """Securities a rebalance on ``day`` does not add."""
+        return {self.joining} if day <= self.day else {self.leaving}
+
+
 def build_index(
     rng: np.random.Generator,
     universe: Universe,
@@ -50,6 +70,7 @@ def build_index(
     size: int,
     eligible: Callable[[Security], bool],
     changes_per_rebalance: float,
+    replacement: Replacement | None = None,
 ) -> list[Membership]:
     """The membership intervals of one index."""
     sessions = universe.sessions
@@ -57,11 +78,20 @@ def build_index(
     by_id = {s.entity_id: s for s in candidates}
     first = sessions[0].date()
 
+    def kept(day: dt.date) -> set[int]:
+        return replacement.kept(day) if replacement else set()
+
+    def barred(day: dt.date) -> set[int]:
+        return replacement.barred(day) if replacement else set()
+
     def market_values(day: dt.date) -> dict[int, float]:
         return {k: v for k, v in history.market_values(day).items() if k in by_id}
 
     values = market_values(first)
-    ranked = sorted(values, key=lambda k: (-values[k], k))
+    ranked = sorted(
+        (k for k in values if k not in barred(first)),
+        key=lambda k: (k not in kept(first), -values[k], k),
+    )
     members: dict[int, dt.date] = {k: first for k in ranked[:size]}
     intervals: list[Membership] = []
 
@@ -76,26 +106,42 @@ def build_index(
             if after is not None:
                 delistings.setdefault(after, []).append(security.entity_id)
     rebalances = set(_rebalance_days(sessions))
-    for day in sorted(rebalances | set(delistings)):
+    decided = {replacement.day} if replacement else set()
+    for day in sorted(rebalances | set(delistings) | decided):
         leaving = [k for k in delistings.get(day, []) if k in members]
         values = market_values(day)
-        in_members = sorted((k for k in members if k in values), key=lambda k: (values[k], k))
+        in_members = sorted(
+            (k for k in members if k in values and k not in kept(day)),
+            key=lambda k: (values[k], k),
+        )
         if day in rebalances:
             count = int(rng.poisson(changes_per_rebalance))
             leaving += [k for k in in_members[:count] if k not in leaving]
+        joining = []
+        if replacement and day == replacement.day:
+            leaving += [replacement.leaving] if replacement.leaving not in leaving else []
+            joining = [replacement.joining]
         for k in leaving:
             intervals.append(Membership(code, by_id[k], members.pop(k), day))
         # a member removed today is not its own replacement (no remove-and-re-add pairs)
         outside = sorted(
-            (k for k in values if k not in members and k not in leaving),
+            (k for k in values if k not in members and k not in leaving and k not in barred(day)),
             key=lambda k: (-values[k], k),
         )
-        for k in outside[: max(size - len(members), 0)]:
+        for k in [*joining, *outside][: max(size - len(members), len(joining))]:
             members[k] = day
     for k, added in members.items():
         intervals.append(Membership(code, by_id[k], added, None))
     intervals.sort(key=lambda m: (m.added, m.security.entity_id))
     return intervals
+
+
+def sp500_replacement(universe: Universe) -> Replacement:
+    """The scenario's replacement: the two securities built for it (``index_swap``), on the
+    rebalance day two thirds of the way through the history."""
+    leaving, joining = universe.special["index_swap"]
+    rebalances = _rebalance_days(universe.sessions)
+    return Replacement(rebalances[len(rebalances) * 2 // 3], leaving.entity_id, joining.entity_id)
 
 
 def build_indexes(
@@ -115,14 +161,14 @@ def build_indexes(
     """
     book = TickerBook(universe)
 
-    def listed_by_own_ticker(security: Security) -> bool:
-        return book.owns_its_tickers(security)
-
     def on_nasdaq(security: Security) -> bool:
         return security.exchange == "XNAS" and book.owns_its_tickers(security)
 
+    replacement = sp500_replacement(universe)
     return [
-        *build_index(rng, universe, history, "sp500", sp500, listed_by_own_ticker, 1.5),
-        *build_index(rng, universe, history, "djia", djia, listed_by_own_ticker, 0.15),
+        *build_index(
+            rng, universe, history, "sp500", sp500, book.owns_its_tickers, 1.5, replacement
+        ),
+        *build_index(rng, universe, history, "djia", djia, book.owns_its_tickers, 0.15),
         *build_index(rng, universe, history, "ndx100", ndx100, on_nasdaq, 1.0),
     ]

@@ -174,25 +174,29 @@ def _check_actions(check: _Checker, manifest: dict[str, Any]) -> None:
 def _check_index_events(
     check: _Checker, case: dict[str, Any], memberships: list[Membership]
 ) -> None:
-    """The addition names the security added that day; the removal names the security removed,
-    on its last day as a member and on the removal date (a removal at a rebalance: it still
-    trades under that ticker)."""
+    """The addition names the security added that day, not a member the day before; the removal
+    names the security removed, on its last day as a member and on the removal date (a removal
+    at a rebalance: it still trades under that ticker), and it never comes back."""
     index = case["index"]
+    own = [m for m in memberships if m.index == index]
     added_day = _day(case["added"]["date"])
-    added = [m for m in memberships if m.index == index and m.added == added_day]
     entity_id = check.names_one("index_events.added", case["added"]["ticker"], added_day)
-    if entity_id is not None and entity_id not in {m.security.entity_id for m in added}:
-        check.fail("index_events.added", f"entity {entity_id} was not added on {added_day}")
+    if entity_id is not None:
+        intervals = [m for m in own if m.security.entity_id == entity_id]
+        if added_day not in {m.added for m in intervals}:
+            check.fail("index_events.added", f"entity {entity_id} was not added on {added_day}")
+        if any(m.added < added_day and m.removed >= added_day for m in intervals if m.removed):
+            check.fail("index_events.added", f"entity {entity_id} was a member the day before")
 
     removed_day = _day(case["removed"]["date"])
-    removed = {
-        m.security.entity_id for m in memberships if m.index == index and m.removed == removed_day
-    }
     ticker = case["removed"]["ticker"]
     entity_id = check.names_one("index_events.removed", ticker, removed_day)
     if entity_id is None:
         return
-    if entity_id not in removed:
+    intervals = [m for m in own if m.security.entity_id == entity_id]
+    if removed_day not in {m.removed for m in intervals}:
         check.fail("index_events.removed", f"entity {entity_id} was not removed on {removed_day}")
+    if any(m.added >= removed_day for m in intervals):
+        check.fail("index_events.removed", f"entity {entity_id} comes back after {removed_day}")
     check.names("index_events.removed", ticker, removed_day - dt.timedelta(days=1), {entity_id})
     check.trades("index_events.removed", entity_id, removed_day)

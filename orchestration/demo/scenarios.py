@@ -8,7 +8,7 @@ from typing import Any
 from orchestration.demo.documents import Filing13F
 from orchestration.demo.fundamentals import IssuerFilings
 from orchestration.demo.holdings import Manager
-from orchestration.demo.indexes import INDEX_NAMES, Membership
+from orchestration.demo.indexes import INDEX_NAMES, Membership, sp500_replacement
 from orchestration.demo.prices import PriceHistory
 from orchestration.demo.scenario_checks import ScenarioError
 from orchestration.demo.universe import Issuer, Security, Universe
@@ -28,31 +28,24 @@ def _current_ticker(security: Security, as_of: dt.date) -> str:
     return ticker
 
 
-def _plain_index_events(
-    universe: Universe, memberships: list[Membership], index: str
+def _replacement_events(
+    universe: Universe, memberships: list[Membership]
 ) -> tuple[Membership, Membership]:
-    """An addition after the first roster (still a member) and a removal from ``index``, each of
-    an ordinary security (none built for another scenario, one ticker all its life); the removal
-    is a rebalance's, not a delisting's: the security still trades on the removal date."""
-    ordinary = {
-        s.entity_id
-        for issuer in universe.ordinary_issuers
-        for s in issuer.securities
-        if len(s.tickers) == 1
-    }
-    first = universe.sessions[0].date()
-    own = [m for m in memberships if m.index == index and m.security.entity_id in ordinary]
-    added = [m for m in own if m.added > first and m.removed is None]
+    """The sp500 membership that the scenario's replacement starts, and the one it ends."""
+    replacement = sp500_replacement(universe)
+    sp500 = [m for m in memberships if m.index == "sp500"]
+    added = [
+        m
+        for m in sp500
+        if m.security.entity_id == replacement.joining and m.added == replacement.day
+    ]
     removed = [
         m
-        for m in own
-        if m.removed is not None
-        and (m.security.delisted is None or m.removed <= m.security.delisted)
+        for m in sp500
+        if m.security.entity_id == replacement.leaving and m.removed == replacement.day
     ]
-    if not added or not removed:
-        raise ScenarioError(
-            f"{index} has no plain addition or no plain removal over {first}..{universe.as_of}"
-        )
+    if len(added) != 1 or len(removed) != 1:
+        raise ScenarioError(f"the sp500 replacement of {replacement} is not in the rosters")
     return added[0], removed[0]
 
 
@@ -92,7 +85,7 @@ def build_scenarios(
         and any(h.cusip == plain.cusip and h.put_call is None for h in f.holdings)
     ]
 
-    added, removed = _plain_index_events(universe, memberships, "sp500")
+    added, removed = _replacement_events(universe, memberships)
 
     return {
         "as_of": as_of.isoformat(),

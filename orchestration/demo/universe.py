@@ -457,6 +457,15 @@ def build_universe(
     )
     special["issuer_without_listing"] = (orphan_ticker, sessions[n - n // 12].date(), orphan)
 
+    # index events: one company takes another's place in the sp500 (indexes.Replacement);
+    # both trade under tickers of their own over the whole history
+    swap = []
+    for _ in ("leaving", "joining"):
+        issuer = new_issuer()
+        ticker = namer.ticker(issuer.name)
+        swap.append(new_security(issuer, first, None, [TickerPeriod(ticker, first, None)]))
+    special["index_swap"] = tuple(swap)
+
     # the rest: ordinary companies, some listed later, a few delisted
     scenario_issuers = len(issuers)
     while len([s for i in issuers for s in i.securities]) < size.securities:

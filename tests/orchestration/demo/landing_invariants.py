@@ -154,8 +154,9 @@ def scenario_problems(manifest: dict[str, Any], tables: Tables) -> list[str]:
 
 
 def _index_event_problems(check: _Problems, case: dict[str, Any], tables: Tables) -> list[str]:
-    """The added ticker names the member added that day; the removed ticker names the member
-    removed, on its last day as a member and on the removal date itself."""
+    """The added ticker names the member added that day, not a member the day before; the
+    removed ticker names the member removed, on its last day as a member and on the removal date
+    itself, and that member never comes back."""
     found: list[str] = []
     roster = tables["index_membership"]
     roster = roster[roster["index"] == case["index"]]
@@ -164,6 +165,9 @@ def _index_event_problems(check: _Problems, case: dict[str, Any], tables: Tables
     added = set(roster.loc[roster["added"] == pd.Timestamp(added_day), "entity_id"])
     if entity is not None and entity not in added:
         found.append(f"index_events.added: entity {entity} was not added on {added_day}")
+    earlier = roster[(roster["entity_id"] == entity) & (roster["added"] < pd.Timestamp(added_day))]
+    if (earlier["removed"].isna() | (earlier["removed"] >= pd.Timestamp(added_day))).any():
+        found.append(f"index_events.added: entity {entity} was a member the day before")
     removed_day = _day(case["removed"]["date"])
     ticker = case["removed"]["ticker"]
     entity = check.one("index_events.removed", ticker, removed_day)
@@ -172,6 +176,8 @@ def _index_event_problems(check: _Problems, case: dict[str, Any], tables: Tables
         if entity not in removed:
             found.append(f"index_events.removed: entity {entity} was not removed on {removed_day}")
         check.expect("index_events.removed", ticker, removed_day - dt.timedelta(days=1), {entity})
+        if (roster.loc[roster["entity_id"] == entity, "added"] >= pd.Timestamp(removed_day)).any():
+            found.append(f"index_events.removed: entity {entity} comes back after {removed_day}")
     return found
 
 
