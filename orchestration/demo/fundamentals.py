@@ -22,6 +22,9 @@ from orchestration.demo.universe import Issuer, Universe
 
 # first fiscal year with XBRL financial data for every filer (SEC's phase-in ended in 2011)
 FIRST_XBRL_YEAR = 2011
+#: days from a period's end to its filing: 10-K, 10-Q (numpy's upper bounds are exclusive)
+ANNUAL_LAG_DAYS = (55, 75)
+QUARTERLY_LAG_DAYS = (30, 45)
 
 FLOW_TAGS = (
     "Revenues",
@@ -273,11 +276,11 @@ def build_issuer_filings(
     filing_until = (
         as_of if issuer.issuer_tickers else max((s.delisted or as_of) for s in issuer.securities)
     )
-    restated_year = as_of.year - 2 if restate else None
+    restated_year = restated_year_on(as_of) if restate else None
     for year in range(first_year, as_of.year + 1):
         for quarter in (1, 2, 3, None):
             period = Period(year, quarter)
-            lag = int(rng.integers(55, 75)) if quarter is None else int(rng.integers(30, 45))
+            lag = int(rng.integers(*ANNUAL_LAG_DAYS if quarter is None else QUARTERLY_LAG_DAYS))
             filed = period.end + dt.timedelta(days=lag)
             if filed > as_of or period.end > filing_until:
                 continue
@@ -317,6 +320,14 @@ def build_issuer_filings(
                     result.restatement = (period.end, filed, restated_filed)
     result.facts = assign_frames(result.facts)
     return result
+
+
+def restated_year_on(as_of: dt.date) -> int:
+    """The fiscal year the restating issuer restates: the latest whose next 10-K, which repeats
+    its figures as comparatives, is filed by ``as_of`` whatever lag is drawn; so the restated
+    year is reported by three filings (its 10-K, its 10-K/A, the next 10-K) on any day."""
+    latest_next_10k = dt.date(as_of.year - 1, 12, 31) + dt.timedelta(days=ANNUAL_LAG_DAYS[1] - 1)
+    return as_of.year - 2 if latest_next_10k <= as_of else as_of.year - 3
 
 
 def _restate(values: dict[Period, dict[str, float]], period: Period) -> None:

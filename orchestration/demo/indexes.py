@@ -43,19 +43,21 @@ def _rebalance_days(sessions: pd.DatetimeIndex) -> list[dt.date]:
 
 
 @dataclass(frozen=True)
-class Replacement:
-    """On ``day`` the index committee puts ``joining`` in the place of ``leaving``: the demo's
-    plain addition and removal. ``leaving`` is a member from the first roster until then and
-    never comes back; ``joining`` is not a member before and stays one after (the rebalances
-    around them move other members)."""
+class Committee:
+    """What the index committee decides beside the rebalances by market value, so that the
+    demo's scenarios are in the rosters on any seed and day: ``permanent`` securities are
+    members from the first roster on and never removed at a rebalance; on ``day`` ``joining``
+    takes the place of ``leaving`` (the plain addition and removal), ``leaving`` being a member
+    from the first roster until then and never again, ``joining`` none before and one after."""
 
     day: dt.date
     leaving: int
     joining: int
+    permanent: frozenset[int] = frozenset()
 
     def kept(self, day: dt.date) -> set[int]:
         """Members a rebalance on ``day`` does not remove."""
-        return {self.leaving} if day < self.day else {self.joining}
+        return {*self.permanent, self.leaving if day < self.day else self.joining}
 
     def barred(self, day: dt.date) -> set[int]:
         """Securities a rebalance on ``day`` does not add."""
@@ -70,7 +72,7 @@ def build_index(
     size: int,
     eligible: Callable[[Security], bool],
     changes_per_rebalance: float,
-    replacement: Replacement | None = None,
+    committee: Committee | None = None,
 ) -> list[Membership]:
     """The membership intervals of one index."""
     sessions = universe.sessions
@@ -79,10 +81,10 @@ def build_index(
     first = sessions[0].date()
 
     def kept(day: dt.date) -> set[int]:
-        return replacement.kept(day) if replacement else set()
+        return committee.kept(day) if committee else set()
 
     def barred(day: dt.date) -> set[int]:
-        return replacement.barred(day) if replacement else set()
+        return committee.barred(day) if committee else set()
 
     def market_values(day: dt.date) -> dict[int, float]:
         return {k: v for k, v in history.market_values(day).items() if k in by_id}
@@ -106,7 +108,7 @@ def build_index(
             if after is not None:
                 delistings.setdefault(after, []).append(security.entity_id)
     rebalances = set(_rebalance_days(sessions))
-    decided = {replacement.day} if replacement else set()
+    decided = {committee.day} if committee else set()
     for day in sorted(rebalances | set(delistings) | decided):
         leaving = [k for k in delistings.get(day, []) if k in members]
         values = market_values(day)
@@ -118,9 +120,9 @@ def build_index(
             count = int(rng.poisson(changes_per_rebalance))
             leaving += [k for k in in_members[:count] if k not in leaving]
         joining = []
-        if replacement and day == replacement.day:
-            leaving += [replacement.leaving] if replacement.leaving not in leaving else []
-            joining = [replacement.joining]
+        if committee and day == committee.day:
+            leaving += [committee.leaving] if committee.leaving not in leaving else []
+            joining = [committee.joining]
         for k in leaving:
             intervals.append(Membership(code, by_id[k], members.pop(k), day))
         # a member removed today is not its own replacement (no remove-and-re-add pairs)
@@ -136,12 +138,19 @@ def build_index(
     return intervals
 
 
-def sp500_replacement(universe: Universe) -> Replacement:
-    """The scenario's replacement: the two securities built for it (``index_swap``), on the
-    rebalance day two thirds of the way through the history."""
+def sp500_committee(universe: Universe) -> Committee:
+    """The scenarios' sp500 decisions: the renamed company is a member all along (rosters show
+    its ticker change), and the two companies built for the index events (``index_swap``)
+    change places on the rebalance day two thirds of the way through the history."""
     leaving, joining = universe.special["index_swap"]
+    renamed = universe.special["renamed"][2]
     rebalances = _rebalance_days(universe.sessions)
-    return Replacement(rebalances[len(rebalances) * 2 // 3], leaving.entity_id, joining.entity_id)
+    return Committee(
+        rebalances[len(rebalances) * 2 // 3],
+        leaving.entity_id,
+        joining.entity_id,
+        permanent=frozenset({renamed.entity_id}),
+    )
 
 
 def build_indexes(
@@ -164,11 +173,9 @@ def build_indexes(
     def on_nasdaq(security: Security) -> bool:
         return security.exchange == "XNAS" and book.owns_its_tickers(security)
 
-    replacement = sp500_replacement(universe)
+    committee = sp500_committee(universe)
     return [
-        *build_index(
-            rng, universe, history, "sp500", sp500, book.owns_its_tickers, 1.5, replacement
-        ),
+        *build_index(rng, universe, history, "sp500", sp500, book.owns_its_tickers, 1.5, committee),
         *build_index(rng, universe, history, "djia", djia, book.owns_its_tickers, 0.15),
         *build_index(rng, universe, history, "ndx100", ndx100, on_nasdaq, 1.0),
     ]

@@ -8,7 +8,7 @@ from typing import Any
 from orchestration.demo.documents import Filing13F
 from orchestration.demo.fundamentals import IssuerFilings
 from orchestration.demo.holdings import Manager
-from orchestration.demo.indexes import INDEX_NAMES, Membership, sp500_replacement
+from orchestration.demo.indexes import INDEX_NAMES, Membership, sp500_committee
 from orchestration.demo.prices import PriceHistory
 from orchestration.demo.scenario_checks import ScenarioError
 from orchestration.demo.universe import Issuer, Security, Universe
@@ -31,8 +31,8 @@ def _current_ticker(security: Security, as_of: dt.date) -> str:
 def _replacement_events(
     universe: Universe, memberships: list[Membership]
 ) -> tuple[Membership, Membership]:
-    """The sp500 membership that the scenario's replacement starts, and the one it ends."""
-    replacement = sp500_replacement(universe)
+    """The sp500 membership that the committee's replacement starts, and the one it ends."""
+    replacement = sp500_committee(universe)
     sp500 = [m for m in memberships if m.index == "sp500"]
     added = [
         m

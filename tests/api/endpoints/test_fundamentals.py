@@ -318,7 +318,9 @@ def test_as_reported_pages_end_at_a_period_boundary(
 ) -> None:
     case = scenarios["restatement"]
     path = f"/v1/fundamentals/{case['ticker']}"
-    params = {"view": "as_reported", "start": "2024-01-01", "end": "2025-12-31"}
+    # the restated year and the next, which the next 10-K repeats as comparatives
+    year = int(case["period_end"][:4])
+    params = {"view": "as_reported", "start": f"{year}-01-01", "end": f"{year + 1}-12-31"}
     whole = _walk(api, redistribution_key, path, limit=5000, **params)
     pages = _pages(api, redistribution_key, path, limit=limit, **params)
 
