@@ -84,7 +84,9 @@ four_quarters as (
         r_period_type,
         r_accession,
         count(eps_adjusted) as quarters_with_eps,
-        sum(eps_adjusted) as eps_sum
+        -- summed in period order: floating-point addition is not associative, and a hash
+        -- aggregate adds in any order, so an unchanged input could publish a changed last digit
+        sum(eps_adjusted order by period_end) as eps_sum
     from quarters
     where period_end > r_period_end - 355
     group by issuer_entity_id, r_period_end, r_period_type, r_accession
@@ -116,7 +118,10 @@ since_anchor as (
         current_quarter.r_accession,
         count(*) as quarters,
         count(current_quarter.eps_adjusted - earlier_quarter.eps_adjusted) as quarters_with_change,
-        sum(current_quarter.eps_adjusted - earlier_quarter.eps_adjusted) as eps_change
+        sum(
+            current_quarter.eps_adjusted - earlier_quarter.eps_adjusted
+            order by current_quarter.period_end
+        ) as eps_change
     from quarters as current_quarter
     inner join annual_anchor
         on current_quarter.issuer_entity_id = annual_anchor.issuer_entity_id

@@ -55,6 +55,7 @@ class_values as (
     select
         periods.issuer_entity_id,
         periods.period_end,
+        issuer_securities.security_entity_id,
         prices.trade_date,
         prices.market_cap
     from periods
@@ -69,7 +70,8 @@ issuer_values as (
     select
         issuer_entity_id,
         period_end,
-        sum(market_cap) as market_cap
+        -- in a fixed order, so that the sum is the same to the last digit on every run
+        sum(market_cap order by security_entity_id) as market_cap
     from class_values
     where trade_date >= period_end - 7
     group by issuer_entity_id, period_end

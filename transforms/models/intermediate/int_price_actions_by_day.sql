@@ -31,8 +31,11 @@ by_day as (
     select
         entity_id,
         trade_date,
-        product(split_ratio) filter (where action = 'split') as split_ratio,
-        sum(dividend_amount) filter (where action = 'dividend') as dividend
+        -- in a fixed order, so that several actions of a day give the same result on every run
+        product(split_ratio order by split_ratio) filter (where action = 'split') as split_ratio,
+        sum(dividend_amount order by dividend_amount) filter (
+            where action = 'dividend'
+        ) as dividend
     from aligned
     group by entity_id, trade_date
 )
