@@ -46,13 +46,16 @@ def page_of_positions(
     call: EndpointCall, binder: Binder, conditions: list[exp.Expression]
 ) -> EndpointAnswer:
     """One page of the positions meeting ``conditions`` (and ``quarter``), in contract order,
-    each row labelled with its manager's name."""
+    each row labelled with its manager's name; only the managers' current reports unless
+    ``include_superseded``."""
     assert call.page is not None
     if call.params.get("quarter") is not None:
         conditions = [
             *conditions,
             column("report_date", "h").eq(binder(call.params.get("quarter"))),
         ]
+    if not call.params.get("include_superseded"):
+        conditions = [*conditions, column("is_current", "h")]
     selected = [
         exp.alias_(column("manager_name", "m"), "manager_name")
         if name == "manager_name"

@@ -33,7 +33,7 @@ from orchestration.demo.fundamentals import (
     company_facts,
     filings_of_universe,
 )
-from orchestration.demo.holdings import build_13f_filings, build_managers
+from orchestration.demo.holdings import add_amendments, build_13f_filings, build_managers
 from orchestration.demo.indexes import Membership, build_indexes
 from orchestration.demo.insiders import add_amendment, build_form4_filings
 from orchestration.demo.landing_csv import (
@@ -211,14 +211,18 @@ def build_demo(demo_size: DemoSize, seed: int, today: dt.date) -> Demo:
     form4s = add_amendment(form4s, insider_issuer, accessions, as_of)
     holdings_rng = stage_rng(seed, "holdings")
     managers = build_managers(holdings_rng, demo_size.managers)
+    plain = universe.special["plain"]
     thirteen_fs = build_13f_filings(
         holdings_rng,
         universe,
         history,
         managers,
         demo_size.holdings_per_manager,
-        universe.special["plain"],
+        plain,
         accessions,
+    )
+    thirteen_fs, amendments = add_amendments(
+        holdings_rng, universe, history, thirteen_fs, managers[0], plain, accessions
     )
     scenarios = build_scenarios(
         universe,
@@ -228,6 +232,7 @@ def build_demo(demo_size: DemoSize, seed: int, today: dt.date) -> Demo:
         insider_issuer=insider_issuer,
         manager=managers[0],
         thirteen_fs=thirteen_fs,
+        amendments=amendments,
         memberships=market.memberships,
     )
     check_manifest(scenarios, market.universe, market.history, market.memberships)

@@ -1,14 +1,17 @@
-"""13F-HR filings of institutional managers, one per manager and quarter.
+"""13F-HR filings of institutional managers, one per manager and quarter, and two amendments.
 
 A manager keeps most of its book from quarter to quarter and turns a tenth of it over; values
 are shares times the quarter-end close. Information tables are in XML since the 2013 second
-quarter, so the filings start there at the earliest.
+quarter, so the filings start there at the earliest. The first manager amends two reports
+(``add_amendments``): a RESTATEMENT 13F-HR/A that replaces one quarter's whole report (a share
+count corrected, a position dropped), and a NEW HOLDINGS 13F-HR/A that adds positions left out of
+another quarter's report.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -18,6 +21,8 @@ from orchestration.demo.prices import PriceHistory
 from orchestration.demo.universe import Security, Universe
 
 MANAGER_CIK_BASE = 1_960_000
+#: days from an original 13F-HR to its amendment (numpy's upper bound is exclusive)
+AMENDMENT_LAG_DAYS = (15, 45)
 FIRST_XML_QUARTER_END = dt.date(2013, 6, 30)
 _MANAGER_WORDS = (
     "Harbor",
@@ -193,3 +198,136 @@ def build_13f_filings(
                 )
             )
     return filings
+
+
+@dataclass(frozen=True)
+class Amendments:
+    """The two 13F-HR/A of the scenario manager and what each changes."""
+
+    restated: Filing13F  # the original that the restatement replaces
+    restatement: Filing13F
+    corrected_cusip: str  # a position whose shares the restatement corrects
+    dropped_cusip: str  # a position the restatement leaves out
+    added_to: Filing13F  # the original that the new-holdings amendment adds to
+    new_holdings: Filing13F
+
+
+def add_amendments(
+    rng: np.random.Generator,
+    universe: Universe,
+    history: PriceHistory,
+    filings: list[Filing13F],
+    manager: Manager,
+    keep: Security,
+    accessions: AccessionCounter,
+) -> tuple[list[Filing13F], Amendments]:
+    """``filings`` with a RESTATEMENT and a NEW HOLDINGS 13F-HR/A of ``manager``, each filed
+    weeks after the original it amends and by ``as_of``: the latest two quarters whose
+    amendment fits before ``as_of`` (the later one restated). ``keep``'s position (the holdings
+    scenario's) is neither corrected nor dropped."""
+    as_of = universe.as_of
+    latest_fit = as_of - dt.timedelta(days=AMENDMENT_LAG_DAYS[1] - 1)
+    own = [f for f in filings if f.manager_cik == manager.cik and f.filed <= latest_fit]
+    if len(own) < 2:
+        raise ValueError(f"{manager.name} has no two 13F-HR to amend by {as_of}")
+    added_to, restated = own[-2], own[-1]
+
+    shares_rows = [h for h in restated.holdings if h.put_call is None and h.cusip != keep.cusip]
+    if len(shares_rows) < 2:
+        raise ValueError(f"{restated.accession} has too few positions to restate")
+    picks = rng.choice(len(shares_rows), size=2, replace=False)
+    corrected, dropped = shares_rows[int(picks[0])], shares_rows[int(picks[1])]
+    restatement = _amendment(
+        rng,
+        restated,
+        accessions,
+        "RESTATEMENT",
+        tuple(
+            _with_shares(h, round(h.shares * 1.1), history, _by_cusip(universe), restated.period)
+            if h is corrected
+            else h
+            for h in restated.holdings
+            if h is not dropped
+        ),
+    )
+
+    held = {h.cusip for h in added_to.holdings}
+    candidates = [
+        s
+        for s in universe.securities
+        if s.cusip not in held
+        and _listed_on(s, added_to.period)
+        and history.close_on(s.entity_id, added_to.period) is not None
+    ]
+    if not candidates:
+        raise ValueError(f"no security outside {added_to.accession} to add")
+    chosen = rng.choice(len(candidates), size=min(2, len(candidates)), replace=False)
+    added = tuple(
+        _position(rng, candidates[int(k)], history, added_to.period) for k in sorted(chosen)
+    )
+    new_holdings = _amendment(rng, added_to, accessions, "NEW HOLDINGS", added)
+    amended = sorted(
+        [*filings, restatement, new_holdings], key=lambda f: (f.manager_cik, f.period, f.filed)
+    )
+    return amended, Amendments(
+        restated, restatement, corrected.cusip, dropped.cusip, added_to, new_holdings
+    )
+
+
+def _amendment(
+    rng: np.random.Generator,
+    original: Filing13F,
+    accessions: AccessionCounter,
+    kind: str,
+    holdings: tuple[Holding13F, ...],
+) -> Filing13F:
+    filed = original.filed + dt.timedelta(days=int(rng.integers(*AMENDMENT_LAG_DAYS)))
+    return replace(
+        original,
+        accession=accessions.next(original.manager_cik, filed),
+        filed=filed,
+        holdings=holdings,
+        amendment_number=1,
+        amendment_type=kind,
+    )
+
+
+def _by_cusip(universe: Universe) -> dict[str, Security]:
+    return {s.cusip: s for s in universe.securities}
+
+
+def _with_shares(
+    holding: Holding13F,
+    shares: int,
+    history: PriceHistory,
+    securities: dict[str, Security],
+    period: dt.date,
+) -> Holding13F:
+    """The position with another share count (value and voting authority follow it)."""
+    close = history.close_on(securities[holding.cusip].entity_id, period)
+    assert close is not None
+    sole = holding.investment_discretion == "SOLE"
+    return replace(
+        holding,
+        shares=shares,
+        value_usd=round(shares * close),
+        voting_sole=shares if sole else 0,
+        voting_shared=0 if sole else shares,
+    )
+
+
+def _position(
+    rng: np.random.Generator, security: Security, history: PriceHistory, period: dt.date
+) -> Holding13F:
+    """A new share position in ``security`` at ``period``'s close."""
+    close = history.close_on(security.entity_id, period)
+    assert close is not None
+    shares = int(rng.integers(1, 200)) * 1000
+    return Holding13F(
+        name_of_issuer=security.issuer.name_on(period).upper(),
+        title_of_class=f"CL {security.share_class}" if security.share_class else "COM",
+        cusip=security.cusip,
+        value_usd=round(shares * close),
+        shares=shares,
+        voting_sole=shares,
+    )

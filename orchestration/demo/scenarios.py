@@ -7,7 +7,7 @@ from typing import Any
 
 from orchestration.demo.documents import Filing13F
 from orchestration.demo.fundamentals import IssuerFilings
-from orchestration.demo.holdings import Manager
+from orchestration.demo.holdings import Amendments, Manager
 from orchestration.demo.indexes import INDEX_NAMES, Membership, sp500_committee
 from orchestration.demo.prices import PriceHistory
 from orchestration.demo.scenario_checks import ScenarioError
@@ -49,6 +49,26 @@ def _replacement_events(
     return added[0], removed[0]
 
 
+def _holdings_amendments(manager: Manager, amendments: Amendments) -> dict[str, Any]:
+    """The manager's two 13F-HR/A: what each amends and what it changes."""
+    return {
+        "manager_id": manager.manager_id,
+        "restatement": {
+            "report_date": amendments.restated.period.isoformat(),
+            "original_accession": amendments.restated.accession,
+            "amendment_accession": amendments.restatement.accession,
+            "corrected_cusip": amendments.corrected_cusip,
+            "dropped_cusip": amendments.dropped_cusip,
+        },
+        "new_holdings": {
+            "report_date": amendments.added_to.period.isoformat(),
+            "original_accession": amendments.added_to.accession,
+            "amendment_accession": amendments.new_holdings.accession,
+            "added_cusips": [h.cusip for h in amendments.new_holdings.holdings],
+        },
+    }
+
+
 def build_scenarios(
     universe: Universe,
     history: PriceHistory,
@@ -58,6 +78,7 @@ def build_scenarios(
     insider_issuer: Issuer,
     manager: Manager,
     thirteen_fs: list[Filing13F],
+    amendments: Amendments,
     memberships: list[Membership],
 ) -> dict[str, Any]:
     """Every DESIGN.md scenario key, from the cases the generator built on purpose."""
@@ -82,6 +103,7 @@ def build_scenarios(
         f.period
         for f in thirteen_fs
         if f.manager_cik == manager.cik
+        and f.amendment_number is None
         and any(h.cusip == plain.cusip and h.put_call is None for h in f.holdings)
     ]
 
@@ -153,6 +175,7 @@ def build_scenarios(
             "quarters": [q.isoformat() for q in held],
         },
         "managers": {"search": MANAGER_SEARCH, "manager_id": manager.manager_id},
+        "holdings_amendments": _holdings_amendments(manager, amendments),
         "index_events": {
             "index": "sp500",
             "added": {

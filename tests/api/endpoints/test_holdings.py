@@ -1,6 +1,7 @@
 """``/v1/holdings`` over real HTTP on the published small demo: the counted envelope, the row order
-walked page by page, the ``quarter`` and ``manager_id`` filters and their 400 texts (checked before
-the plan), company-level resolution, and the 402 for Free. The 503 for unreadable coverage is
+walked page by page, the ``quarter``, ``manager_id`` and ``include_superseded`` parameters and
+their 400 texts (checked before the plan), company-level resolution, 13F amendments (the current
+report by default), and the 402 for Free. The 503 for unreadable coverage is
 checked on the handler's coverage check directly (a served version always holds the table).
 
 Expected rows come from the published DuckDB file itself (the oracle), sorted here in Python by
@@ -33,13 +34,16 @@ MANAGER_TEXT = "Invalid manager_id: '{}'. Must be a positive integer."
 
 
 def _positions(
-    connection: duckdb.DuckDBPyConnection, entity_ids: list[int]
+    connection: duckdb.DuckDBPyConnection, entity_ids: list[int], superseded: bool = False
 ) -> list[dict[str, Any]]:
+    """The published positions in ``entity_ids``: the current reports' (the endpoint's default),
+    or every filing's with ``superseded``."""
     marks = ", ".join("?" for _ in entity_ids)
+    current = "" if superseded else " AND h.is_current"
     return fetch_rows(
         connection,
         "SELECT h.*, m.manager_name FROM institutional_holdings h "
-        f"LEFT JOIN managers m USING (manager_id) WHERE h.entity_id IN ({marks})",
+        f"LEFT JOIN managers m USING (manager_id) WHERE h.entity_id IN ({marks}){current}",
         *entity_ids,
     )
 
@@ -228,3 +232,109 @@ def test_coverage_unavailable_without_the_holdings_table() -> None:
         "status": 503,
         "detail": "Holdings coverage is not available",
     }
+
+
+def _quarter_of_manager(
+    api: RunningApi, key: str, manager: int, quarter: str, **params: Any
+) -> list[dict[str, Any]]:
+    return _walk(api, key, f"/v1/managers/{manager}/holdings", limit=7, quarter=quarter, **params)
+
+
+def test_a_restatement_replaces_the_quarters_report(
+    api: RunningApi, pro_key: str, scenarios: dict, published_db: duckdb.DuckDBPyConnection
+) -> None:
+    case = scenarios["holdings_amendments"]
+    manager, restated = case["manager_id"], case["restatement"]
+    served = _quarter_of_manager(api, pro_key, manager, restated["report_date"])
+    assert {row["accession"] for row in served} == {restated["amendment_accession"]}
+    assert {(row["is_amendment"], row["amendment_type"], row["is_current"]) for row in served} == {
+        (True, "RESTATEMENT", True)
+    }
+    shares = {row["cusip"]: row["shares"] for row in served if row["put_call"] is None}
+    assert restated["dropped_cusip"] not in shares
+    every = _quarter_of_manager(
+        api, pro_key, manager, restated["report_date"], include_superseded="TRUE"
+    )
+    original = [row for row in every if row["accession"] == restated["original_accession"]]
+    assert original and not any(row["is_current"] or row["is_amendment"] for row in original)
+    assert sorted(_keys(every)) == sorted(_keys(served) + _keys(original))
+    first = {row["cusip"]: row["shares"] for row in original if row["put_call"] is None}
+    assert restated["dropped_cusip"] in first
+    assert shares[restated["corrected_cusip"]] != first[restated["corrected_cusip"]]
+    # by ticker: the corrected position once, as restated
+    (entity_id,) = {
+        row["entity_id"] for row in served if row["cusip"] == restated["corrected_cusip"]
+    }
+    (ticker,) = {row["ticker"] for row in served if row["entity_id"] == entity_id}
+    by_ticker = get(
+        api, pro_key, "/v1/holdings", entity_id=str(entity_id), manager_id=str(manager),
+        quarter=restated["report_date"], limit=100,
+    ).json()["data"]  # fmt: skip
+    assert [(r["ticker"], r["shares"]) for r in by_ticker if r["put_call"] is None] == [
+        (ticker, shares[restated["corrected_cusip"]])
+    ]
+
+
+def test_new_holdings_add_to_the_quarters_report(
+    api: RunningApi, pro_key: str, scenarios: dict
+) -> None:
+    case = scenarios["holdings_amendments"]
+    manager, added = case["manager_id"], case["new_holdings"]
+    served = _quarter_of_manager(api, pro_key, manager, added["report_date"])
+    by_filing: dict[str, list[dict[str, Any]]] = {}
+    for row in served:
+        by_filing.setdefault(row["accession"], []).append(row)
+    assert set(by_filing) == {added["original_accession"], added["amendment_accession"]}
+    amendment = by_filing[added["amendment_accession"]]
+    assert sorted(row["cusip"] for row in amendment) == sorted(added["added_cusips"])
+    assert {(row["amendment_type"], row["is_current"]) for row in amendment} == {
+        ("NEW HOLDINGS", True)
+    }
+    assert not {row["cusip"] for row in by_filing[added["original_accession"]]} & set(
+        added["added_cusips"]
+    )
+    # nothing is superseded in that quarter
+    every = _quarter_of_manager(
+        api, pro_key, manager, added["report_date"], include_superseded="true"
+    )
+    assert every == served
+
+
+def test_no_position_twice_in_the_current_reports(
+    api: RunningApi, pro_key: str, scenarios: dict, published_db: duckdb.DuckDBPyConnection
+) -> None:
+    manager = scenarios["holdings_amendments"]["manager_id"]
+    served = _walk(api, pro_key, f"/v1/managers/{manager}/holdings", limit=500)
+    current = fetch_rows(
+        published_db,
+        "SELECT accession, line_number FROM institutional_holdings "
+        "WHERE manager_id = ? AND is_current",
+        manager,
+    )
+    assert sorted(_keys(served)) == sorted(_keys(current))
+    # one filing of each kind per quarter: an original or a restatement, and new holdings
+    reports: dict[str, set[tuple[bool, str | None]]] = {}
+    for row in served:
+        reports.setdefault(row["report_date"], set()).add(
+            (row["amendment_type"] == "NEW HOLDINGS", row["accession"])
+        )
+    for quarter, filings in reports.items():
+        complete = [accession for adds, accession in filings if not adds]
+        assert len(complete) == 1, (quarter, filings)
+
+
+def test_include_superseded_is_a_flag_checked_before_the_plan(
+    api: RunningApi, pro_key: str, free_key: str, scenarios: dict
+) -> None:
+    manager = scenarios["holdings_amendments"]["manager_id"]
+    ticker = scenarios["holdings"]["ticker"]
+    for path in (f"/v1/managers/{manager}/holdings", f"/v1/holdings/{ticker}"):
+        assert_bad_request(
+            get(api, free_key, path, include_superseded="no"),
+            "include_superseded must be true or false",
+        )
+        for value in ("yes", "1", "0", "null"):
+            assert_bad_request(
+                get(api, pro_key, path, include_superseded=value),
+                "include_superseded must be true or false",
+            )

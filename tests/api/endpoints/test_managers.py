@@ -121,9 +121,11 @@ def test_manager_holdings_walked_in_order(
     api: RunningApi, pro_key: str, scenarios: dict, published_db: duckdb.DuckDBPyConnection
 ) -> None:
     manager = scenarios["managers"]["manager_id"]
-    positions = fetch_rows(
+    every = fetch_rows(
         published_db, "SELECT * FROM institutional_holdings WHERE manager_id = ?", manager
     )
+    positions = [p for p in every if p["is_current"]]  # the current reports, by default
+    assert len(positions) < len(every), "the scenario manager restated a report"
     path = f"/v1/managers/{manager}/holdings"
     first = get(api, pro_key, path, limit=3)
     assert first.status_code == 200, first.text
@@ -139,6 +141,8 @@ def test_manager_holdings_walked_in_order(
     assert walked == [json_dates(p) for p in expected]  # every published column, as stored
     assert {r["manager_id"] for r in walked} == {manager}
     assert len({r["report_date"] for r in walked}) >= 4
+    superseded = _walk(api, pro_key, path, limit=40, include_superseded="true")
+    assert superseded == [json_dates(p) for p in sorted(every, key=_position_order)]
 
 
 def test_manager_holdings_by_quarter(
@@ -153,7 +157,8 @@ def test_manager_holdings_by_quarter(
     for quarter in scenarios["holdings"]["quarters"][:2]:
         positions = fetch_rows(
             published_db,
-            "SELECT * FROM institutional_holdings WHERE manager_id = ? AND report_date = ?",
+            "SELECT * FROM institutional_holdings WHERE manager_id = ? AND report_date = ? "
+            "AND is_current",
             manager,
             quarter,
         )

@@ -30,6 +30,7 @@ DESIGN_KEYS = {
     "insiders",
     "holdings",
     "managers",
+    "holdings_amendments",
     "index_events",
     "indexes",
 }
@@ -238,7 +239,7 @@ def test_holdings_over_at_least_four_quarters(small_demo: Demo) -> None:
     holdings = small_demo.tables.tables["form13f_holdings"]
     own = covers[covers["manager_cik"] == str(case["manager_id"]).zfill(10)]
     held = holdings[(holdings["cusip"] == cusip) & holdings["put_call"].isna()]
-    quarters = sorted(own[own["accession"].isin(held["accession"])]["period"].astype(str))
+    quarters = sorted(set(own[own["accession"].isin(held["accession"])]["period"].astype(str)))
     assert len(case["quarters"]) >= 4
     assert quarters == case["quarters"]
 
@@ -251,6 +252,38 @@ def test_manager_search(small_demo: Demo) -> None:
     assert len(case["search"]) >= 2
     assert len(matching) >= 2
     assert str(case["manager_id"]).zfill(10) in matching.index
+
+
+def test_holdings_amendments_restate_and_add(small_demo: Demo) -> None:
+    case = small_demo.scenarios["holdings_amendments"]
+    covers = small_demo.tables.tables["form13f_filings"].set_index("accession")
+    holdings = small_demo.tables.tables["form13f_holdings"]
+    manager = str(case["manager_id"]).zfill(10)
+
+    def shares(accession: str) -> dict[str, int]:
+        rows = holdings[(holdings["accession"] == accession) & holdings["put_call"].isna()]
+        return dict(zip(rows["cusip"], rows["shares"], strict=True))
+
+    for kind, amendment_type in (("restatement", "RESTATEMENT"), ("new_holdings", "NEW HOLDINGS")):
+        amended = case[kind]
+        original = covers.loc[amended["original_accession"]]
+        amendment = covers.loc[amended["amendment_accession"]]
+        assert (original["manager_cik"], amendment["manager_cik"]) == (manager, manager)
+        assert original["period"] == amendment["period"] == _day(amended["report_date"])
+        assert (original["form_type"], original["is_amendment"]) == ("13F-HR", False)
+        assert (amendment["form_type"], amendment["amendment_type"]) == ("13F-HR/A", amendment_type)
+        assert original["filed"] < amendment["filed"] <= _day(small_demo.scenarios["as_of"])
+    restated = case["restatement"]
+    before, after = shares(restated["original_accession"]), shares(restated["amendment_accession"])
+    assert restated["dropped_cusip"] in before and restated["dropped_cusip"] not in after
+    corrected = restated["corrected_cusip"]
+    assert after[corrected] != before[corrected]
+    assert {c: n for c, n in after.items() if c != corrected} == {
+        c: n for c, n in before.items() if c not in (corrected, restated["dropped_cusip"])
+    }
+    added = case["new_holdings"]
+    assert sorted(shares(added["amendment_accession"])) == sorted(added["added_cusips"])
+    assert not set(shares(added["original_accession"])) & set(added["added_cusips"])
 
 
 def test_index_events(small_demo: Demo) -> None:

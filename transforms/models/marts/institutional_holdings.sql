@@ -2,7 +2,9 @@
 -- manager, quarter end (report_date) and filing date. The security is found by CUSIP in the
 -- security master (null when the CUSIP is not there) and labelled with the ticker it had on the
 -- report date. value_usd is in dollars whatever unit the filing used (thousands before
--- 2023-01-03).
+-- 2023-01-03). is_current marks the rows of the manager's current report for the quarter (the
+-- latest complete report, original or restatement, plus later new-holdings amendments); rows
+-- of a report a restatement replaced are kept, as filed, with is_current false.
 
 with holdings as (
     select * from {{ ref('stg_sec__form13f_holdings') }}
@@ -10,6 +12,10 @@ with holdings as (
 
 filings as (
     select * from {{ ref('stg_sec__form13f_filings') }}
+),
+
+current_filings as (
+    select * from {{ ref('int_form13f_filings_current') }}
 ),
 
 ticker_periods as (
@@ -22,10 +28,14 @@ positions as (
         cast(filings.manager_cik as bigint) as manager_id,
         filings.report_date,
         filings.filed_date as filing_date,
-        filings.is_amendment
+        filings.is_amendment,
+        case when filings.is_amendment then upper(filings.amendment_type) end as amendment_type,
+        current_filings.accession is not null as is_current
     from holdings
     inner join filings
         on holdings.accession = filings.accession
+    left join current_filings
+        on holdings.accession = current_filings.accession
 ),
 
 securities as (
@@ -90,7 +100,9 @@ final as (
         cast(positions.voting_sole as bigint) as voting_sole,
         cast(positions.voting_shared as bigint) as voting_shared,
         cast(positions.voting_none as bigint) as voting_none,
-        cast(positions.is_amendment as boolean) as is_amendment
+        cast(positions.is_amendment as boolean) as is_amendment,
+        cast(positions.amendment_type as varchar) as amendment_type,
+        cast(positions.is_current as boolean) as is_current
     from positions
     left join securities
         on positions.accession = securities.accession
