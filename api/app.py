@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import time
 
@@ -46,7 +47,12 @@ def create_app(
     app.state.clock = clock or get_clock()
     app.state.engine = engine_for(settings.control_plane_url)
     app.state.accounts = AccountStore(app.state.engine, app.state.clock)
-    app.state.published = PublishedData(app.state.engine, settings.published_dir)
+    app.state.published = PublishedData(
+        app.state.engine,
+        settings.published_dir,
+        app.state.clock,
+        dt.timedelta(seconds=settings.version_idle_seconds),
+    )
     app.state.cursors = CursorCodec(cursor_secret(settings.cursor_secret, settings.home_dir))
     app.state.cache = response_cache(settings.cache_url)
     app.state.quotas = (

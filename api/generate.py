@@ -183,24 +183,25 @@ def _answer(
         raise PaginationLimitReached(plan.name, plan.pages_per_query)
 
     today = state.clock.now().date()
-    call = EndpointCall(
-        contract=contract,
-        params=params,
-        owner=owner,
-        plan=plan,
-        path=path_values,
-        data=published.cursor(version),
-        version=version,
-        control_plane=state.engine,
-        today=today,
-        page=_page(contract, params.get("limit"), params.get("offset"), cursor_state),
-        warnings=list(params.warnings),
-    )
-    if owner is not None and contract.dataset:
-        call.change_cursor = published.change_cursor(version)
+    lease = published.lease(version)  # released when the handler is done, whatever happens
     quotas: Quotas | None = state.quotas
     ticket: Ticket | None = None
     try:
+        call = EndpointCall(
+            contract=contract,
+            params=params,
+            owner=owner,
+            plan=plan,
+            path=path_values,
+            data=lease.cursor,
+            version=version,
+            control_plane=state.engine,
+            today=today,
+            page=_page(contract, params.get("limit"), params.get("offset"), cursor_state),
+            warnings=list(params.warnings),
+        )
+        if owner is not None and contract.dataset:
+            call.change_cursor = published.change_cursor(version)
         if contract.history_floor and plan and plan.history_floor_years:
             call.floor = years_before(today, plan.history_floor_years)
             call.warnings += _floor_warnings(call)
@@ -217,7 +218,7 @@ def _answer(
             call, handler, quotas, ticket, (tickers, entity_ids), lambda: cache.get(key)
         )
     finally:
-        call.data.close()
+        lease.release()
     notices = notice_headers(
         request.headers.get("user-agent"), state.settings.client_latest_version
     )

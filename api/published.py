@@ -2,7 +2,11 @@
 DuckDB connections to version files, opened once per version and shared by requests.
 
 A new version is picked up on the next request, without a restart; a request (or a cursor) that
-began on an older version keeps reading that version's immutable file.
+began on an older version keeps reading that version's immutable file. Each request leases a
+cursor of its own (``lease``) and releases it when done. A version that is no longer current is
+closed once no lease is out on it and it has been idle for ``idle`` (or when more than
+``KEEP_OLD_VERSIONS`` old versions are open): a long-running worker holds the current version
+and the few still being paged through, not every version it ever served.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import duckdb
 import sqlalchemy as sa
 
 from findata.change_cursor import encode_change_cursor
+from findata.clock import Clock, SystemClock
 from findata.control_plane import schema
 from findata.published import current_version
 
@@ -31,20 +36,63 @@ class Version:
     data_through: dict[str, str | None]
 
 
+#: old versions kept open at most, idle or not (the least recently used are closed first)
+KEEP_OLD_VERSIONS = 2
+
+
+@dataclass
+class _OpenVersion:
+    connection: duckdb.DuckDBPyConnection
+    last_used: dt.datetime
+    leases: int = 0
+
+
+class Lease:
+    """A request's own cursor on a version, until ``release`` (DuckDB cursors are per thread)."""
+
+    def __init__(self, owner: PublishedData, label: str, cursor: duckdb.DuckDBPyConnection):
+        self.cursor = cursor
+        self._owner = owner
+        self._label = label
+        self._released = False
+
+    def release(self) -> None:
+        """Close the cursor and hand the version back (once; later calls do nothing)."""
+        if not self._released:
+            self._released = True
+            self.cursor.close()
+            self._owner._returned(self._label)
+
+
 class PublishedData:
     """Versions of the control plane at ``engine``, files under ``published_dir``."""
 
-    def __init__(self, engine: sa.Engine, published_dir: Path) -> None:
+    def __init__(
+        self,
+        engine: sa.Engine,
+        published_dir: Path,
+        clock: Clock | None = None,
+        idle: dt.timedelta = dt.timedelta(seconds=60),
+    ) -> None:
         self.engine = engine
         self.published_dir = published_dir
-        self._connections: dict[str, duckdb.DuckDBPyConnection] = {}
+        self._clock = clock or SystemClock()
+        self._idle = idle
+        self._open: dict[str, _OpenVersion] = {}
+        self._current_label: str | None = None
         self._lock = threading.Lock()
 
     def current(self) -> Version | None:
         """The current version, or None before the first publish."""
         with self.engine.connect() as connection:
             row = current_version(connection)
-        return None if row is None else self._version(row)
+        if row is None:
+            return None
+        with self._lock:
+            if row.label != self._current_label:
+                self._current_label = row.label
+                self._close_unused()
+        return self._version(row)
 
     def by_label(self, label: str) -> Version | None:
         """The version called ``label`` if it is still on record."""
@@ -65,14 +113,45 @@ class PublishedData:
             ).scalar_one()
         return encode_change_cursor(last or 0)
 
-    def cursor(self, version: Version) -> duckdb.DuckDBPyConnection:
-        """A cursor of its own on ``version`` (DuckDB cursors are per thread)."""
+    def lease(self, version: Version) -> Lease:
+        """A cursor of its own on ``version``, opening the version's file if it is not open;
+        release it when the request is done."""
         with self._lock:
-            connection = self._connections.get(version.label)
-            if connection is None:
+            entry = self._open.get(version.label)
+            if entry is None:
                 connection = duckdb.connect(str(version.path), read_only=True)
-                self._connections[version.label] = connection
-        return connection.cursor()
+                entry = _OpenVersion(connection, last_used=self._clock.now())
+                self._open[version.label] = entry
+            entry.leases += 1
+            return Lease(self, version.label, entry.connection.cursor())
+
+    def open_labels(self) -> set[str]:
+        """The versions this worker holds a connection to."""
+        with self._lock:
+            return set(self._open)
+
+    def _returned(self, label: str) -> None:
+        with self._lock:
+            entry = self._open[label]
+            entry.leases -= 1
+            entry.last_used = self._clock.now()
+            self._close_unused()
+
+    def _close_unused(self) -> None:
+        """Close old versions nobody reads: those idle too long, then the least recently used
+        beyond ``KEEP_OLD_VERSIONS`` (the lock is held)."""
+        now = self._clock.now()
+        unused = sorted(
+            (
+                (entry.last_used, label)
+                for label, entry in self._open.items()
+                if label != self._current_label and entry.leases == 0
+            ),
+            reverse=True,
+        )
+        for rank, (last_used, label) in enumerate(unused):
+            if now - last_used >= self._idle or rank >= KEEP_OLD_VERSIONS:
+                self._open.pop(label).connection.close()
 
     def _version(self, row: sa.Row) -> Version:
         return Version(

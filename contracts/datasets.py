@@ -1,8 +1,8 @@
 """Published-dataset contracts: ``contracts/datasets/<name>.yaml``, one per mart.
 
 A contract names the mart's columns and DuckDB types, its key, the checks that must hold before
-a version is published (turned into Great Expectations suites), and how its rows map to change
-feed records.
+a version is published (turned into Great Expectations suites), how its rows map to change
+feed records, and how its ``data_through`` (the last date its data covers) is found.
 """
 
 from __future__ import annotations
@@ -73,6 +73,26 @@ class ChangeFeed(_Strict):
     )
 
 
+class DataThrough(_Strict):
+    """How a version finds the last date a dataset's data covers: the latest of some of its
+    date columns over every row, or the date of a dataset built from the same source snapshot.
+    Null only when the dataset has no rows."""
+
+    columns: list[str] = Field(
+        default_factory=list, description="Date columns; the latest value of any of them."
+    )
+    same_as: str | None = Field(
+        default=None, description="A dataset whose data_through this one shares."
+    )
+    why: str = Field(description="Why this is the date the data covers.")
+
+    @model_validator(mode="after")
+    def _one_way(self) -> DataThrough:
+        if bool(self.columns) == (self.same_as is not None):
+            raise ValueError("data_through needs either columns or same_as (not both)")
+        return self
+
+
 class DatasetContract(_Strict):
     """One published dataset (one mart)."""
 
@@ -83,6 +103,7 @@ class DatasetContract(_Strict):
     columns: list[DatasetColumn]
     checks: DatasetChecks = Field(default_factory=DatasetChecks)
     change_feed: ChangeFeed
+    data_through: DataThrough
 
     @model_validator(mode="after")
     def _names_exist(self) -> DatasetContract:
@@ -93,9 +114,16 @@ class DatasetContract(_Strict):
         referenced |= {self.change_feed.entity_column}
         if self.change_feed.date_column:
             referenced.add(self.change_feed.date_column)
+        referenced |= set(self.data_through.columns)
         unknown = referenced - names
         if unknown:
             raise ValueError(f"{self.name}: unknown column(s) referenced: {sorted(unknown)}")
+        types = {c.name: c.type for c in self.columns}
+        undated = [n for n in self.data_through.columns if types[n] != "DATE"]
+        if undated:
+            raise ValueError(f"{self.name}: data_through column(s) not of type DATE: {undated}")
+        if self.data_through.same_as == self.name:
+            raise ValueError(f"{self.name}: data_through cannot be the same as itself")
         nullable_keys = [c.name for c in self.columns if c.name in self.key and c.nullable]
         if nullable_keys:
             raise ValueError(f"{self.name}: key column(s) must not be nullable: {nullable_keys}")

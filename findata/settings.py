@@ -58,6 +58,13 @@ class Settings(BaseSettings):
     webhooks_poll_seconds: float = Field(
         default=5.0, gt=0, description="How often the delivery worker looks for due deliveries."
     )
+    version_idle_seconds: float = Field(
+        default=60.0,
+        ge=0,
+        description="An API worker closes its connection to a published version that is no "
+        "longer current once no request has read it for this long (a later request, say a "
+        "cursor page, reopens it).",
+    )
     service_domains: list[str] = Field(
         default=[],
         description="Domains of the service itself and of its hosting platform; webhook URLs "

@@ -215,13 +215,18 @@ def _columns(con: duckdb.DuckDBPyConnection, catalog: str, table: str) -> list[s
 def data_through(
     con: duckdb.DuckDBPyConnection, contracts: list[DatasetContract]
 ) -> dict[str, str | None]:
-    """The last date with data, per dataset that has a date column."""
+    """The last date each dataset's data covers, as its contract's ``data_through`` says: the
+    latest of its date columns, or another dataset's; None only for a dataset without rows."""
     result: dict[str, str | None] = {}
     for contract in contracts:
-        column = contract.change_feed.date_column
-        if column:
-            (last,) = con.execute(f'SELECT max("{column}") FROM "{contract.name}"').fetchall()[0]
+        columns = contract.data_through.columns
+        if columns:
+            latest = ", ".join(f'max("{column}")' for column in columns)
+            (last,) = con.execute(f'SELECT greatest({latest}) FROM "{contract.name}"').fetchone()
             result[contract.name] = last.isoformat() if last else None
+    for contract in contracts:
+        if contract.data_through.same_as is not None:
+            result[contract.name] = result[contract.data_through.same_as]
     return result
 
 

@@ -172,6 +172,11 @@ def test_status_reports_the_published_version(api: RunningApi, published_home: o
     prices = body["datasets"]["prices"]
     assert prices["rows"] == version.row_counts["prices"] > 0
     assert prices["data_through"] == version.data_through["prices"]
+    # every published dataset says the last date its data covers (contract `data_through`)
+    for name, dataset in body["datasets"].items():
+        assert dataset["data_through"] is not None, name
+        assert dataset["data_through"] == version.data_through[name]
+        assert dataset["data_through"] <= prices["data_through"], name
 
 
 def test_status_before_anything_is_published(api_postgres: RunningApi) -> None:

@@ -1,5 +1,6 @@
 """A newly published version is served on the next request, without a restart; a query paged
-with cursors stays on the version its first page read (no skipped or repeated rows)."""
+with cursors stays on the version its first page read (no skipped or repeated rows); a worker
+closes the versions nobody reads any more, never one a request is reading."""
 
 from __future__ import annotations
 
@@ -8,12 +9,14 @@ import shutil
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pytest
 import sqlalchemy as sa
 
 from api.app import create_app
+from api.published import KEEP_OLD_VERSIONS, PublishedData
 from findata.control_plane.database import engine_for
 from findata.control_plane.schema import versions
 from findata.published import current_version
@@ -38,14 +41,14 @@ def own_api(published_home: Path, tmp_path: Path) -> Iterator[tuple[RunningApi, 
         yield running, settings
 
 
-def _publish_copy_without(settings: Settings, entity_id: int, since: str) -> str:
+def _publish_copy_without(settings: Settings, entity_id: int, since: str, number: int = 1) -> str:
     """Publish a new version: the current file minus one security's rows since ``since``
     (written the way publish writes: a new immutable file, then the version row)."""
     engine = engine_for(settings.control_plane_url)
     with engine.connect() as connection:
         current = current_version(connection)
     assert current is not None
-    label = current.label + "-next"
+    label = f"{current.label}-next{number}"
     target = settings.published_dir / f"{label}.duckdb"
     shutil.copy(settings.published_dir / current.file_name, target)
     with duckdb.connect(str(target)) as data:
@@ -65,6 +68,14 @@ def _publish_copy_without(settings: Settings, entity_id: int, since: str) -> str
     return label
 
 
+def _a_month_before(scenarios: dict) -> tuple[dict[str, Any], str]:
+    """Query parameters of a month of prices ending two months before as_of, and its middle."""
+    as_of = dt.date.fromisoformat(scenarios["as_of"])
+    start, middle, end = (as_of - dt.timedelta(days=days) for days in (90, 75, 60))
+    params = {"start": start.isoformat(), "end": end.isoformat(), "limit": 5}
+    return params, middle.isoformat()
+
+
 def test_new_versions_are_served_and_cursors_stay_on_theirs(
     own_api: tuple[RunningApi, Settings], scenarios: dict
 ) -> None:
@@ -72,12 +83,12 @@ def test_new_versions_are_served_and_cursors_stay_on_theirs(
     key = api.new_key("pro").key
     plain = scenarios["plain"]
     path = f"/v1/prices/{plain['ticker']}"
-    params = {"start": "2026-09-01", "end": "2026-09-30", "limit": 5}
+    params, middle = _a_month_before(scenarios)
     with api.client() as client:
         client.headers["X-API-Key"] = key
         first = client.get(path, params=params).json()
         whole_before = client.get(path, params={**params, "limit": 5000}).json()["data"]
-        label = _publish_copy_without(settings, plain["entity_id"], "2026-09-15")
+        label = _publish_copy_without(settings, plain["entity_id"], middle)
         assert client.get("/v1/status").json()["version"] == label
 
         # the query paged from before the publish finishes on its own version
@@ -90,8 +101,87 @@ def test_new_versions_are_served_and_cursors_stay_on_theirs(
 
         # a new query reads the new version
         after = client.get(path, params={**params, "limit": 5000}).json()["data"]
-        assert after and max(r["date"] for r in after) < "2026-09-15"
+        assert after and max(r["date"] for r in after) < middle
         assert len(after) < len(whole_before)
+
+
+def test_a_version_nobody_reads_is_closed_and_a_cursor_reopens_it(
+    own_api: tuple[RunningApi, Settings], scenarios: dict
+) -> None:
+    api, settings = own_api
+    published: PublishedData = api.app.state.published
+    plain = scenarios["plain"]
+    path = f"/v1/prices/{plain['ticker']}"
+    params, middle = _a_month_before(scenarios)
+    with api.client() as client:
+        client.headers["X-API-Key"] = api.new_key("pro").key
+        first = client.get(path, params=params).json()
+        whole_before = client.get(path, params={**params, "limit": 5000}).json()["data"]
+        old = client.get("/v1/status").json()["version"]
+        new = _publish_copy_without(settings, plain["entity_id"], middle)
+        client.get(path, params=params)  # served from the new version
+        assert published.open_labels() == {old, new}  # the old one was read a moment ago
+
+        api.clock.advance(dt.timedelta(seconds=settings.version_idle_seconds + 1))
+        client.get(path, params=params)
+        assert published.open_labels() == {new}
+
+        # the query paged from before the publish reopens its version and finishes on it
+        rows, cursor = list(first["data"]), first["meta"]["next_cursor"]
+        while cursor:
+            page = client.get(path, params={**params, "cursor": cursor}).json()
+            rows += page["data"]
+            cursor = page["meta"]["next_cursor"]
+        assert rows == whole_before
+        assert published.open_labels() == {old, new}
+
+
+def test_a_version_being_read_stays_open_until_released_and_idle(
+    own_api: tuple[RunningApi, Settings], scenarios: dict
+) -> None:
+    api, settings = own_api
+    published: PublishedData = api.app.state.published
+    first = published.current()
+    assert first is not None
+    reading = published.lease(first)  # a request in flight on the first version
+    labels = []
+    for n in range(1, 5):  # four publishes, each read while it is current
+        labels.append(
+            _publish_copy_without(settings, scenarios["plain"]["entity_id"], f"2999-01-0{n}", n)
+        )
+        version = published.current()
+        assert version is not None and version.label == labels[-1]
+        published.lease(version).release()
+    api.clock.advance(dt.timedelta(seconds=settings.version_idle_seconds + 1))
+    # the in-flight request still reads its version, whatever was closed meanwhile
+    assert published.open_labels() >= {first.label, labels[-1]}
+    assert reading.cursor.execute("SELECT count(*) FROM prices").fetchone()[0] > 0
+    # idle too long: the old versions close when a request ends; the one being read stays
+    published.lease(published.current()).release()  # type: ignore[arg-type]
+    assert published.open_labels() == {first.label, labels[-1]}
+    reading.release()
+    reading.release()  # a second release does nothing
+    published.lease(published.current()).release()  # type: ignore[arg-type]
+    assert published.open_labels() == {first.label, labels[-1]}  # just read: not idle yet
+    api.clock.advance(dt.timedelta(seconds=settings.version_idle_seconds + 1))
+    published.lease(published.current()).release()  # type: ignore[arg-type]
+    assert published.open_labels() == {labels[-1]}
+
+
+def test_at_most_two_old_versions_stay_open_before_they_are_idle(
+    own_api: tuple[RunningApi, Settings], scenarios: dict
+) -> None:
+    api, settings = own_api
+    published: PublishedData = api.app.state.published
+    labels = []
+    for n in range(1, 6):
+        labels.append(
+            _publish_copy_without(settings, scenarios["plain"]["entity_id"], f"2999-01-0{n}", n)
+        )
+        version = published.current()
+        assert version is not None
+        published.lease(version).release()
+    assert published.open_labels() == set(labels[-1 - KEEP_OLD_VERSIONS :])
 
 
 def test_a_cursor_on_a_version_no_longer_served_is_refused(

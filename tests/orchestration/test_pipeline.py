@@ -20,6 +20,7 @@ import pytest
 import sqlalchemy as sa
 from conftest import PublishedDemo
 
+from contracts.datasets import dataset_names
 from findata.control_plane import schema
 from findata.control_plane.database import engine_for
 from findata.settings import Settings, get_settings
@@ -173,6 +174,10 @@ def test_first_refresh_publishes_a_version_with_records_and_one_event(steps: Ste
     assert outcome.success and outcome.version is not None
     snapshot = steps.snapshots["first"]
     assert [v["label"] for v in snapshot.versions] == [outcome.version]
+    # every dataset's data_through is recorded, as its contract says how to find it
+    through = snapshot.versions[0]["data_through"]
+    assert set(through) == set(dataset_names()) and None not in through.values()
+    assert through["ticker_history"] == through["entities"] == through["prices"]
     assert len(snapshot.records) == outcome.records > 0
     assert len(snapshot.events) == 1
     event = snapshot.events[0]["payload"]

@@ -110,7 +110,10 @@ def test_full_body_of_a_plain_ticker(api: RunningApi, pro_key: str, scenarios: d
     version = api.app.state.published.current()
     assert list(meta["freshness"]) == FULL_DATASETS
     for name, freshness in meta["freshness"].items():
+        assert freshness["data_through"] is not None, name
         assert freshness["data_through"] == version.data_through.get(name)
+    # ticker history is read from the security master snapshot entities cover
+    assert meta["freshness"]["ticker_history"]["data_through"] == scenarios["as_of"]
 
 
 def test_keyless_body_is_restricted(api: RunningApi, pro_key: str, scenarios: dict) -> None:
