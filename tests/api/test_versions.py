@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import httpx
 import pytest
 import sqlalchemy as sa
 
@@ -68,6 +69,18 @@ def _publish_copy_without(settings: Settings, entity_id: int, since: str, number
     return label
 
 
+def _rows_from(
+    client: httpx.Client, path: str, params: dict[str, Any], first: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """The rows of a paged query: the first page's, then every page its cursors lead to."""
+    rows, cursor = list(first["data"]), first["meta"]["next_cursor"]
+    while cursor:
+        page = client.get(path, params={**params, "cursor": cursor}).json()
+        rows += page["data"]
+        cursor = page["meta"]["next_cursor"]
+    return rows
+
+
 def _a_month_before(scenarios: dict) -> tuple[dict[str, Any], str]:
     """Query parameters of a month of prices ending two months before as_of, and its middle."""
     as_of = dt.date.fromisoformat(scenarios["as_of"])
@@ -92,12 +105,7 @@ def test_new_versions_are_served_and_cursors_stay_on_theirs(
         assert client.get("/v1/status").json()["version"] == label
 
         # the query paged from before the publish finishes on its own version
-        rows, cursor = list(first["data"]), first["meta"]["next_cursor"]
-        while cursor:
-            page = client.get(path, params={**params, "cursor": cursor}).json()
-            rows += page["data"]
-            cursor = page["meta"]["next_cursor"]
-        assert rows == whole_before
+        assert _rows_from(client, path, params, first) == whole_before
 
         # a new query reads the new version
         after = client.get(path, params={**params, "limit": 5000}).json()["data"]
@@ -127,12 +135,7 @@ def test_a_version_nobody_reads_is_closed_and_a_cursor_reopens_it(
         assert published.open_labels() == {new}
 
         # the query paged from before the publish reopens its version and finishes on it
-        rows, cursor = list(first["data"]), first["meta"]["next_cursor"]
-        while cursor:
-            page = client.get(path, params={**params, "cursor": cursor}).json()
-            rows += page["data"]
-            cursor = page["meta"]["next_cursor"]
-        assert rows == whole_before
+        assert _rows_from(client, path, params, first) == whole_before
         assert published.open_labels() == {old, new}
 
 

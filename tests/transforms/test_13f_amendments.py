@@ -29,6 +29,7 @@ from orchestration.demo.sec_formats import (
 )
 from orchestration.landing import read_source
 from orchestration.raw import write_raw_tables
+from tests.api.endpoints.api_calls import fetch_rows
 
 MFN_CIK = "0001732811"
 REAL_AMENDMENT = "0000904454-26-000248"
@@ -137,14 +138,8 @@ def marts(
         yield connection
 
 
-def _rows(con: duckdb.DuckDBPyConnection, sql: str, *params: Any) -> list[dict[str, Any]]:
-    cursor = con.execute(sql, list(params))
-    names = [d[0] for d in cursor.description]
-    return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
-
-
 def _quarter(con: duckdb.DuckDBPyConnection, period: dt.date) -> list[dict[str, Any]]:
-    return _rows(
+    return fetch_rows(
         con,
         "select * from marts.institutional_holdings where manager_id = ? and report_date = ? "
         "order by accession, line_number",
@@ -187,7 +182,7 @@ def test_a_restatement_supersedes_the_report_and_earlier_new_holdings(
 def test_the_managers_latest_value_counts_the_current_report_once(
     marts: duckdb.DuckDBPyConnection,
 ) -> None:
-    (manager,) = _rows(marts, "select * from marts.managers where manager_id = ?", int(MFN_CIK))
+    (manager,) = fetch_rows(marts, "select * from marts.managers where manager_id = ?", int(MFN_CIK))
     assert (manager["last_report_date"], manager["filings"]) == (Q4, 5)
     expected = sum(h.value_usd for h in FILINGS[0].holdings) + 320_000 + 24_600_000
     assert manager["latest_value_usd"] == expected

@@ -241,13 +241,13 @@ def json_dates(row: Row) -> Row:
 def query_published(api: RunningApi, sql: str, **values: Any) -> list[Row]:
     """Rows straight from the published version the API serves (the test's oracle)."""
     published = api.app.state.published
-    cursor = published.cursor(published.current())
+    lease = published.lease(published.current())
     try:
-        result = cursor.execute(sql, values)
+        result = lease.cursor.execute(sql, values)
         names = [d[0] for d in result.description]
         return [dict(zip(names, values, strict=True)) for values in result.fetchall()]
     finally:
-        cursor.close()
+        lease.release()
 
 
 def fetch_rows(connection: duckdb.DuckDBPyConnection, sql: str, *args: Any) -> list[Row]:
