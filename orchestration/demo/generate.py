@@ -143,9 +143,9 @@ def _write(path: Path, data: bytes) -> None:
 
 def stage_rng(seed: int, stage: str) -> np.random.Generator:
     """The random generator of one generation stage. Each stage draws from a stream of its own,
-    so what a stage builds depends on the seed and its inputs alone, and building only the
-    first stages (as the generator's property tests do) gives exactly what a whole generation
-    builds."""
+    so what a stage builds depends on the seed and its inputs alone: a change to one stage (the
+    13F amendments, say) does not reshuffle the others, and ``build_market`` alone builds
+    exactly the market a whole generation builds."""
     return np.random.default_rng([seed, _STAGES.index(stage)])
 
 
