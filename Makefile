@@ -30,7 +30,8 @@ TEST_DAYS ?= 2026-01-02 2026-02-17 2026-03-09 2026-04-06 2026-05-26 2026-07-06 2
 DAY_TESTS ?= tests/orchestration tests/transforms tests/api
 
 test-days: install
-	@for day in $(TEST_DAYS); do \
+	@failed=""; for day in $(TEST_DAYS); do \
 		echo "== $$day"; \
-		faketime "$$day" $(BIN)/pytest -q -p no:cacheprovider $(DAY_TESTS) || exit 1; \
-	done
+		faketime "$$day" $(BIN)/pytest -q -p no:cacheprovider $(DAY_TESTS) || failed="$$failed $$day"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "failed on:$$failed"; exit 1; fi

@@ -12,6 +12,7 @@ import pytest
 
 from api.app import create_app
 from findata.settings import Settings
+from tests.api.endpoints.api_calls import before_as_of
 from tests.api.server import RunningApi, serve, start_clock
 
 
@@ -23,7 +24,7 @@ def _usage(api: RunningApi, key: str) -> dict:
 def test_a_cached_answer(api: RunningApi, scenarios: dict) -> None:
     key = api.new_key("pro").key
     path = f"/v1/prices/{scenarios['plain']['ticker']}"
-    params = {"start": "2026-01-01", "limit": 7, "cache-test": uuid.uuid4().hex}
+    params = {"start": before_as_of(scenarios, 60), "limit": 7, "cache-test": uuid.uuid4().hex}
     with api.client() as client:
         client.headers["X-API-Key"] = key
         first = client.get(path, params=params)

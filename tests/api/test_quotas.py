@@ -18,6 +18,7 @@ from accounts.usage import add_distinct, add_usage
 from api.app import create_app
 from findata.clock import ManualClock
 from findata.settings import Settings
+from tests.api.endpoints.api_calls import before_as_of
 from tests.api.server import RunningApi, serve
 
 #: 10:15 UTC on the served day: 45 minutes to the next hour, 13 h 45 min to midnight
@@ -288,7 +289,7 @@ def test_free_slows_down_after_500_distinct_entities(
     sleeps.clear()
     # a request of its own (a cached answer would carry no X-Entities-Today)
     path = f"/v1/prices/{scenarios['plain']['ticker']}"
-    response = _get(api, key.key, path, start="2026-02-02", limit=1)
+    response = _get(api, key.key, path, start=before_as_of(scenarios, 30), limit=1)
     assert "Age" not in response.headers
     assert response.headers["X-Entities-Today"] == "501"
     assert sleeps == [pytest.approx(0.1)]

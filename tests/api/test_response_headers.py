@@ -8,6 +8,7 @@ import uuid
 import httpx
 import pytest
 
+from tests.api.endpoints.api_calls import before_as_of
 from tests.api.server import RunningApi
 
 RATE = {"X-RateLimit-Limit-Day", "X-RateLimit-Remaining-Day"}
@@ -29,7 +30,7 @@ def answers(api: RunningApi, scenarios: dict) -> dict[str, httpx.Response]:
     pro, free, free_other = (api.new_key(p).key for p in ("pro", "free", "free"))
     disabled = api.new_key("pro")
     api.store.set_state(disabled.account.id, "disabled")
-    fresh = {"start": "2026-03-02", "limit": 2, "headers-test": uuid.uuid4().hex}
+    fresh = {"start": before_as_of(scenarios, 30), "limit": 2, "headers-test": uuid.uuid4().hex}
     with api.client() as client:
 
         def get(path: str, key: str | None = None, **params: object) -> httpx.Response:

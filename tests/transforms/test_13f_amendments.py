@@ -4,8 +4,9 @@ The real file (tests/fixtures/13f/mfn-partners_2025q4_13F-HR-A, MFN Partners' NE
 amendment of its 2025-12-31 report, two rows) is read by the real reader beside filings of the
 same manager written in EDGAR's format by the demo's 13F writer: the original 2025-12-31 report
 (not in the fixtures, so made here), and for 2025-09-30 an original, a NEW HOLDINGS amendment and
-a later RESTATEMENT. They are added to the raw tables of a copy of the small demo's warehouse and
-the holdings and managers marts rebuilt.
+a later RESTATEMENT; and a 2021-12-31 report filed in 2022, whose values EDGAR's rule has in
+thousands. They are added to the raw tables of a copy of the small demo's warehouse and the
+holdings and managers marts rebuilt. Every date is fixed: the test holds on any day.
 """
 
 from __future__ import annotations
@@ -68,6 +69,13 @@ def _filing(
     )
 
 
+THOUSANDS_ERA = _filing(
+    "0000904454-22-000050",
+    dt.date(2021, 12, 31),
+    dt.date(2022, 2, 10),
+    [_holding("037833100", 1234, 177.57), _holding("594918104", 50, 336.32)],
+)
+
 FILINGS = [
     # 2025-12-31: the original; the real NEW HOLDINGS amendment adds to it
     _filing(
@@ -115,7 +123,7 @@ def marts(
         FIXTURES / "13f" / "mfn-partners_2025q4_13F-HR-A",
         landing / "sec" / "13f" / REAL_AMENDMENT,
     )
-    for filing in FILINGS:
+    for filing in [*FILINGS, THOUSANDS_ERA]:
         primary, table = form13f_file_names(filing)
         for name, data in (
             (primary, form13f_primary_doc_xml(filing)),
@@ -183,6 +191,20 @@ def test_the_managers_latest_value_counts_the_current_report_once(
     marts: duckdb.DuckDBPyConnection,
 ) -> None:
     (manager,) = fetch_rows(marts, "select * from marts.managers where manager_id = ?", int(MFN_CIK))
-    assert (manager["last_report_date"], manager["filings"]) == (Q4, 5)
+    assert (manager["last_report_date"], manager["filings"]) == (Q4, 6)
     expected = sum(h.value_usd for h in FILINGS[0].holdings) + 320_000 + 24_600_000
     assert manager["latest_value_usd"] == expected
+
+
+def test_values_filed_in_thousands_are_published_in_dollars(
+    marts: duckdb.DuckDBPyConnection,
+) -> None:
+    rows = _quarter(marts, THOUSANDS_ERA.period)
+    # written in thousands (half up) by the rule of 2022, published in dollars
+    assert [(r["cusip"], r["value_usd"]) for r in rows] == [
+        (h.cusip, round(h.value_usd / 1000) * 1000) for h in THOUSANDS_ERA.holdings
+    ]
+    dollars = _quarter(marts, Q4)
+    assert {r["accession"]: r["value_usd"] for r in dollars if r["cusip"] == "037833100"} == {
+        FILINGS[0].accession: 250_000
+    }

@@ -152,6 +152,13 @@ def rows_of(pages: list[dict[str, Any]]) -> list[Row]:
     return [row for page in pages for row in page["data"]]
 
 
+def before_as_of(scenarios: dict[str, Any], days: int) -> str:
+    """The date ``days`` before the demo's ``as_of`` (ISO). Tests take their data windows from
+    the data's own dates, which move with the day the demo is generated, never from the
+    calendar: a window written as a fixed date holds only on the days whose demo covers it."""
+    return (dt.date.fromisoformat(scenarios["as_of"]) - dt.timedelta(days=days)).isoformat()
+
+
 def free_floor(today: dt.date) -> dt.date:
     """The Free floor: the same day a year back (28 February for 29 February)."""
     if (today.month, today.day) == (2, 29):
@@ -211,7 +218,9 @@ def assert_free_plan_history_floor(
         f"Free plan history starts at {floor.isoformat()} (one year before today, UTC); rows "
         "before it are not returned. Upgrade to Pro for full history."
     ]
-    before = get(api, free_key, f"{endpoint}/{plain}", start="2021-01-01", end="2021-12-31")
+    long_before = (floor - dt.timedelta(days=730)).isoformat()
+    end_before = (floor - dt.timedelta(days=365)).isoformat()
+    before = get(api, free_key, f"{endpoint}/{plain}", start=long_before, end=end_before)
     assert before.json()["data"] == []
     assert before.json()["warnings"] == [
         f"Free plan history starts at {floor.isoformat()} (one year before today, UTC); the "

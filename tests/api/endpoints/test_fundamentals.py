@@ -18,6 +18,7 @@ from tests.api.endpoints.api_calls import (
     assert_bad_request,
     assert_entity_id_rules,
     assert_free_plan_history_floor,
+    before_as_of,
     get,
     issuer_of,
     json_dates,
@@ -294,7 +295,7 @@ def test_walk_in_small_pages_keeps_the_order_without_skips(
 ) -> None:
     tickers = f"{scenarios['restatement']['ticker']},{scenarios['plain']['ticker']}"
     path = f"/v1/fundamentals/{tickers}"
-    params = {"start": "2023-01-01"}
+    params = {"start": before_as_of(scenarios, 3 * 365)}
     whole = _walk(api, redistribution_key, path, limit=5000, **params)
     walked = _walk(api, redistribution_key, path, limit=4, **params)
     assert walked == whole
@@ -308,7 +309,9 @@ def test_walk_in_small_pages_keeps_the_order_without_skips(
         get(api, redistribution_key, path, limit=6, cursor=cursor, **params).json()["data"][:4]
         == (walked[4:8])
     )
-    other = get(api, redistribution_key, path, limit=4, cursor=cursor, start="2023-01-02")
+    other = get(
+        api, redistribution_key, path, limit=4, cursor=cursor, start=before_as_of(scenarios, 1)
+    )
     assert other.status_code == 400 and "different request" in other.json()["detail"]
 
 
@@ -354,7 +357,7 @@ def test_as_reported_pages_end_at_a_period_boundary(
 def test_share_classes(api: RunningApi, pro_key: str, scenarios: dict) -> None:
     classes = scenarios["share_classes"]
     issuer = classes["issuer_entity_id"]
-    window = {"start": "2025-01-01"}
+    window = {"start": before_as_of(scenarios, 2 * 365)}
     shared = get(api, pro_key, f"/v1/fundamentals/{classes['shared_ticker']}", **window)
     assert shared.status_code == 200, shared.text
     body = shared.json()

@@ -15,6 +15,7 @@ import pytest
 from orchestration.demo.sizes import SIZES
 from tests.api.endpoints.api_calls import (
     assert_bad_request,
+    before_as_of,
     free_floor,
     get,
     walk_offset_pages,
@@ -112,8 +113,9 @@ def test_roster_envelope_meta_and_headers(
         assert row["member_grain"] == "security" and row["removed_date"] is None
         assert isinstance(row["entity_id"], int) and row["added_date"] <= scenarios["as_of"]
 
-    as_of = get(api, pro_key, "/v1/index/sp500", as_of="2023-06-30", limit=1).json()["meta"]
-    assert (as_of["index"], as_of["as_of"], as_of["total"]) == ("SP500", "2023-06-30", 60)
+    day = before_as_of(scenarios, 2 * 365)
+    as_of = get(api, pro_key, "/v1/index/sp500", as_of=day, limit=1).json()["meta"]
+    assert (as_of["index"], as_of["as_of"], as_of["total"]) == ("SP500", day, 60)
 
 
 def test_events_envelope_meta_and_rows(
@@ -247,9 +249,9 @@ def test_renamed_member_carries_the_ticker_of_the_roster_date(
 
 
 def test_roster_walked_in_small_pages_is_sorted_without_skips(
-    api: RunningApi, pro_key: str
+    api: RunningApi, pro_key: str, scenarios: dict
 ) -> None:
-    for as_of in (None, "2024-01-02"):
+    for as_of in (None, before_as_of(scenarios, 2 * 365)):
         params = {"as_of": as_of} if as_of else {}
         walked = walk_offset_pages(api, pro_key, "/v1/index/sp500", 7, **params)
         whole = get(api, pro_key, "/v1/index/sp500", limit=1000, **params).json()["data"]
@@ -370,7 +372,10 @@ def test_free_floor_applies_to_events(
     # a start inside the floor: no notice; a window ending before it: no rows, and says so
     later = get(api, free, "/v1/index/sp500/events", start=floor)
     assert "warnings" not in later.json() and later.headers["X-Data-Floor"] == floor
-    early = get(api, free, "/v1/index/sp500/events", start="2021-01-01", end="2022-12-31")
+    long_before, end_before = (
+        (dt.date.fromisoformat(floor) - dt.timedelta(days=d)).isoformat() for d in (730, 365)
+    )
+    early = get(api, free, "/v1/index/sp500/events", start=long_before, end=end_before)
     assert early.json()["data"] == [] and early.json()["meta"]["total"] == 0
     assert early.json()["warnings"] == [
         f"Free plan history starts at {floor} (one year before today, UTC); the requested window "
@@ -383,7 +388,8 @@ def test_free_floor_does_not_apply_to_rosters(
 ) -> None:
     # rosters long before the Free floor are served whole, without a notice
     old = scenarios["index_events"]["removed"]["date"]
-    for params in ({}, {"as_of": "2022-01-03"}, {"as_of": _day_before(old)}):
+    long_ago = before_as_of(scenarios, 4 * 365)
+    for params in ({}, {"as_of": long_ago}, {"as_of": _day_before(old)}):
         response = get(api, free, "/v1/index/sp500", **params)
         assert response.status_code == 200
         assert "X-Data-Floor" not in response.headers

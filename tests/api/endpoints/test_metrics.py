@@ -17,6 +17,7 @@ from tests.api.endpoints.api_calls import (
     assert_bad_request,
     assert_entity_id_rules,
     assert_free_plan_history_floor,
+    before_as_of,
     get,
     issuer_of,
     json_dates,
@@ -261,8 +262,9 @@ def test_walk_in_small_pages_keeps_the_order_without_skips(
     classes = scenarios["share_classes"]["class_tickers"]
     tickers = f"{classes[1]},{scenarios['restatement']['ticker']},{classes[0]}"
     path = f"/v1/metrics/{tickers}"
-    whole = _walk(api, redistribution_key, path, limit=100, start="2023-01-01")
-    walked = _walk(api, redistribution_key, path, limit=3, start="2023-01-01")
+    start = before_as_of(scenarios, 3 * 365)
+    whole = _walk(api, redistribution_key, path, limit=100, start=start)
+    walked = _walk(api, redistribution_key, path, limit=3, start=start)
     assert walked == whole
     keys = [_order_key(row) for row in walked]
     assert keys == sorted(keys) and len(set(keys)) == len(keys)
@@ -308,7 +310,7 @@ def test_shared_ticker_is_ambiguous_on_metrics(
 def test_class_ticker_uses_the_class_price(api: RunningApi, pro_key: str, scenarios: dict) -> None:
     classes = scenarios["share_classes"]
     issuer = classes["issuer_entity_id"]
-    window = {"start": "2024-01-01"}
+    window = {"start": before_as_of(scenarios, 3 * 365)}
     company = get(api, pro_key, "/v1/metrics", entity_id=issuer, limit=100, **window).json()
     assert company["meta"]["entity_ids_requested"] == [issuer]
     company_rows = company["data"]

@@ -12,6 +12,7 @@ from api.paging import CursorState, request_fingerprint
 from tests.api.endpoints.api_calls import (
     assert_bad_request,
     assert_entity_id_rules,
+    before_as_of,
     free_floor,
     get,
     walk_cursor_rows,
@@ -21,7 +22,8 @@ from tests.api.server import RunningApi
 
 def test_envelope_meta_and_headers(api: RunningApi, pro_key: str, scenarios: dict) -> None:
     plain = scenarios["plain"]
-    response = get(api, pro_key, f"/v1/prices/{plain['ticker']}", start="2026-01-01", limit=5)
+    start = before_as_of(scenarios, 60)
+    response = get(api, pro_key, f"/v1/prices/{plain['ticker']}", start=start, limit=5)
     assert response.status_code == 200
     assert response.headers["Cache-Control"] == "public, max-age=86400"
     assert "X-Data-Floor" not in response.headers
@@ -50,7 +52,7 @@ def test_whole_result_walked_in_small_pages_is_sorted_without_skips(
     api: RunningApi, pro_key: str, scenarios: dict
 ) -> None:
     tickers = f"{scenarios['plain']['ticker']},{scenarios['share_classes']['class_tickers'][1]}"
-    params = {"start": "2026-06-01", "end": "2026-08-31"}
+    params = {"start": before_as_of(scenarios, 150), "end": before_as_of(scenarios, 60)}
     walked = walk_cursor_rows(api, pro_key, f"/v1/prices/{tickers}", limit=7, **params)
     whole = get(api, pro_key, f"/v1/prices/{tickers}", limit=5000, **params).json()["data"]
     keys = [(row["entity_id"], row["date"]) for row in walked]
@@ -158,7 +160,10 @@ def test_free_history_floor(api: RunningApi, free_key: str, scenarios: dict) -> 
         f"Free plan history starts at {floor.isoformat()} (one year before today, UTC); rows "
         "before it are not returned. Upgrade to Pro for full history."
     ]
-    before = get(api, free_key, path, start="2022-01-01", end="2022-12-31").json()
+    long_before, end_before = (floor - dt.timedelta(days=d) for d in (730, 365))
+    before = get(
+        api, free_key, path, start=long_before.isoformat(), end=end_before.isoformat()
+    ).json()
     assert before["data"] == []
     assert "the requested window ends before it, so there are no rows" in before["warnings"][0]
 
@@ -224,7 +229,11 @@ def test_reused_renamed_and_delisted_tickers(
     assert new.json()["meta"]["tickers_resolved"] == {renamed["new_ticker"]: renamed["entity_id"]}
     delisted = scenarios["delisted"]
     rows = walk_cursor_rows(
-        api, pro_key, f"/v1/prices/{delisted['ticker']}", start="2025-01-01", limit=5000
+        api,
+        pro_key,
+        f"/v1/prices/{delisted['ticker']}",
+        start=(dt.date.fromisoformat(delisted["last_date"]) - dt.timedelta(days=90)).isoformat(),
+        limit=5000,
     )
     assert rows and rows[-1]["date"] == delisted["last_date"]
     assert {row["entity_id"] for row in rows} == {delisted["entity_id"]}
@@ -264,7 +273,11 @@ def test_monthly_interval_aggregates_the_daily_rows(
     api: RunningApi, pro_key: str, scenarios: dict
 ) -> None:
     path = f"/v1/prices/{scenarios['plain']['ticker']}"
-    window = {"start": "2026-04-01", "end": "2026-06-30"}
+    # the three whole calendar months before the month of as_of
+    month_of_as_of = dt.date.fromisoformat(scenarios["as_of"]).replace(day=1)
+    end = month_of_as_of - dt.timedelta(days=1)
+    start = (end.replace(day=1) - dt.timedelta(days=40)).replace(day=1)
+    window = {"start": start.isoformat(), "end": end.isoformat()}
     daily = get(api, pro_key, path, **window).json()["data"]
     monthly = get(api, pro_key, path, **window, interval="1mo").json()["data"]
     assert len(monthly) == 3
@@ -281,22 +294,23 @@ def test_monthly_interval_aggregates_the_daily_rows(
 
 def test_cursor_rules(api: RunningApi, pro_key: str, scenarios: dict) -> None:
     path = f"/v1/prices/{scenarios['plain']['ticker']}"
-    first = get(api, pro_key, path, start="2026-01-01", limit=2).json()
+    start, next_day = before_as_of(scenarios, 60), before_as_of(scenarios, 59)
+    first = get(api, pro_key, path, start=start, limit=2).json()
     cursor = first["meta"]["next_cursor"]
     # limit may change; nothing else may
-    assert get(api, pro_key, path, start="2026-01-01", limit=3, cursor=cursor).status_code == 200
-    other = get(api, pro_key, path, start="2026-01-02", limit=2, cursor=cursor)
+    assert get(api, pro_key, path, start=start, limit=3, cursor=cursor).status_code == 200
+    other = get(api, pro_key, path, start=next_day, limit=2, cursor=cursor)
     assert other.status_code == 400
     assert other.json()["detail"].startswith("Invalid cursor")
     assert "different request" in other.json()["detail"]
     altered = cursor[:-2] + ("AA" if not cursor.endswith("AA") else "BB")
     for bad in (altered, "not-a-cursor", "abc.def"):
-        response = get(api, pro_key, path, start="2026-01-01", cursor=bad)
+        response = get(api, pro_key, path, start=start, cursor=bad)
         assert response.status_code == 400 and response.json()["detail"].startswith(
             "Invalid cursor"
         )
     # an empty cursor asks for the first page
-    assert get(api, pro_key, path, start="2026-01-01", limit=2, cursor="").json() == first
+    assert get(api, pro_key, path, start=start, limit=2, cursor="").json() == first
 
 
 def test_a_cursor_of_an_earlier_paging_scheme(
