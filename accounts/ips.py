@@ -6,10 +6,9 @@ import datetime as dt
 import ipaddress
 
 import sqlalchemy as sa
+from findata.accounts.store import AccountError
+from findata.accounts.tables import blocked_ips
 from sqlalchemy.dialects import postgresql, sqlite
-
-from accounts.store import AccountError
-from accounts.tables import blocked_ips
 
 
 def normalised_ip(ip: str) -> str:

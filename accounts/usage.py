@@ -11,9 +11,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 import sqlalchemy as sa
+from findata.accounts.tables import usage_counters, usage_distinct, usage_log
 from sqlalchemy.dialects import postgresql, sqlite
-
-from accounts.tables import usage_counters, usage_distinct, usage_log
 
 Window = Literal["day", "hour"]
 

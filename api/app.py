@@ -11,20 +11,27 @@ import time
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from findata.accounts.store import AccountStore
+from findata.api.auth import authenticate, read_key
+from findata.api.cache import response_cache
+from findata.api.client_notices import NOTICED_ERRORS, notice_headers
+from findata.api.data_requests import Serving
+from findata.api.errors import (
+    ApiError,
+    BadRequest,
+    MethodNotAllowed,
+    UnknownEndpoint,
+    error_response,
+)
+from findata.api.front_door import API_PREFIX, FrontDoor
+from findata.api.generate import contract_router
+from findata.api.paging import CursorCodec, cursor_secret
+from findata.api.published import PublishedData
+from findata.api.quotas import Quotas, Sleep
+from findata.api.routes import status, usage
 from starlette.exceptions import HTTPException
 from starlette.responses import Response
 
-from accounts.store import AccountStore
-from api.auth import authenticate, read_key
-from api.cache import response_cache
-from api.client_notices import NOTICED_ERRORS, notice_headers
-from api.errors import ApiError, BadRequest, MethodNotAllowed, UnknownEndpoint, error_response
-from api.front_door import API_PREFIX, FrontDoor
-from api.generate import contract_router
-from api.paging import CursorCodec, cursor_secret
-from api.published import PublishedData
-from api.quotas import Quotas, Sleep
-from api.routes import status, usage
 from findata.clock import Clock, get_clock
 from findata.control_plane.database import engine_for
 from findata.settings import Settings, get_settings
@@ -59,6 +66,15 @@ def create_app(
         Quotas(app.state.engine, app.state.clock, time.sleep if sleep is None else sleep)
         if settings.quotas_enabled
         else None
+    )
+    app.state.serving = Serving(
+        published=app.state.published,
+        cursors=app.state.cursors,
+        cache=app.state.cache,
+        quotas=app.state.quotas,
+        clock=app.state.clock,
+        control_plane=app.state.engine,
+        client_latest_version=settings.client_latest_version,
     )
 
     app.add_exception_handler(ApiError, _api_error)

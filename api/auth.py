@@ -7,9 +7,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from accounts.keys import is_complete_key
-from accounts.store import AccountStore, KeyOwner
-from api.errors import AccountDisabled, Unauthorized
+from findata.accounts.keys import is_complete_key
+from findata.accounts.store import AccountStore, KeyOwner
+from findata.api.errors import AccountDisabled, Unauthorized
 
 KeyMode = Literal["required", "optional"]
 

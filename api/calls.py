@@ -13,16 +13,15 @@ from typing import Any
 
 import duckdb
 import sqlalchemy as sa
+from findata.accounts.store import KeyOwner
+from findata.api.errors import BadRequest
+from findata.api.params import RequestParams
+from findata.api.published import Version
+from findata.api.query import Binder, fetch_dicts
+from findata.api.resolution import Resolution
+from findata.contracts.endpoints import EndpointContract
+from findata.contracts.plans import Plan
 from sqlglot import exp
-
-from accounts.store import KeyOwner
-from api.errors import BadRequest
-from api.params import RequestParams
-from api.published import Version
-from api.query import Binder, fetch_dicts
-from api.resolution import Resolution
-from contracts.endpoints import EndpointContract
-from contracts.plans import Plan
 
 
 @dataclass(frozen=True)

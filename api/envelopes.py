@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from api.calls import EndpointAnswer, EndpointCall
+from findata.api.calls import EndpointAnswer, EndpointCall
 
 
 def envelope(call: EndpointCall, answer: EndpointAnswer, next_cursor: str | None) -> dict:
@@ -45,7 +45,7 @@ def _subject_meta(call: EndpointCall) -> dict[str, Any]:
 
 
 def _path_tickers(call: EndpointCall) -> list[str]:
-    from api.subjects import parse_tickers
+    from findata.api.subjects import parse_tickers
 
     subject = call.contract.subject
     assert subject is not None

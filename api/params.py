@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from api.errors import BadRequest
-from contracts.endpoints import EndpointContract, Parameter, parameter_variants
+from findata.api.errors import BadRequest
+from findata.contracts.endpoints import EndpointContract, Parameter, parameter_variants
 
 DATE_PATTERN = re.compile(r"\d{4}-\d{2}-\d{2}")
 WHOLE_NUMBER = re.compile(r"[+]?\d+(\.0*)?")

@@ -16,10 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
-
-from accounts.store import KeyOwner
-from accounts.tables import blocked_ips
-from accounts.usage import (
+from findata.accounts.store import KeyOwner
+from findata.accounts.tables import blocked_ips
+from findata.accounts.usage import (
     Limits,
     Reserved,
     add_distinct,
@@ -30,8 +29,9 @@ from accounts.usage import (
     release,
     reserve,
 )
-from api.errors import ApiError
-from contracts.plans import Plan, keyless_limits
+from findata.api.errors import ApiError
+from findata.contracts.plans import Plan, keyless_limits
+
 from findata.clock import Clock
 
 Sleep = Callable[[float], None]

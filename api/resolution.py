@@ -16,9 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import duckdb
+from findata.api.query import Binder, column, fetch_dicts
 from sqlglot import exp
-
-from api.query import Binder, column, fetch_dicts
 
 Grain = Literal["security", "company"]
 

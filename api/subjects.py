@@ -7,11 +7,10 @@ from __future__ import annotations
 import datetime as dt
 
 import duckdb
-
-from api.errors import ApiError, BadRequest, NotFound
-from api.resolution import Resolution, known_entities, resolve_tickers
-from contracts.endpoints import Subject
-from contracts.plans import Plan
+from findata.api.errors import ApiError, BadRequest, NotFound
+from findata.api.resolution import Resolution, known_entities, resolve_tickers
+from findata.contracts.endpoints import Subject
+from findata.contracts.plans import Plan
 
 BOTH = "Provide either a ticker in the path or an entity_id parameter, not both."
 NEITHER = "Provide a ticker in the path or an entity_id parameter."

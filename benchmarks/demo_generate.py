@@ -16,9 +16,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from findata.orchestration.demo.generate import DEFAULT_SEED, generate_demo
+from findata.orchestration.landing import read_all_landing
+
 from findata.clock import SystemClock, utc_today
-from orchestration.demo.generate import DEFAULT_SEED, generate_demo
-from orchestration.landing import read_all_landing
 
 
 def _peak_rss_mib() -> float:

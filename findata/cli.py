@@ -21,9 +21,9 @@ from findata.clock import get_clock, utc_today
 from findata.settings import get_settings
 
 if TYPE_CHECKING:
-    from accounts.store import Account, AccountStore
-    from webhooks.endpoints import WebhookEndpoints
-    from webhooks.worker import DeliveryWorker
+    from findata.accounts.store import Account, AccountStore
+    from findata.webhooks.endpoints import WebhookEndpoints
+    from findata.webhooks.worker import DeliveryWorker
 
 app = typer.Typer(
     help="findata: financial data pipeline and API.", no_args_is_help=True, add_completion=False
@@ -64,7 +64,7 @@ def demo(
     seed: Annotated[int | None, typer.Option(help="Seed of the generator.")] = None,
 ) -> None:
     """Generate the demo universe if landing is empty, run the pipeline, then serve the API."""
-    from orchestration.demo.generate import DEFAULT_SEED, generate_demo, landing_is_empty
+    from findata.orchestration.demo.generate import DEFAULT_SEED, generate_demo, landing_is_empty
 
     settings = get_settings()
     if landing_is_empty(settings.landing_dir):
@@ -89,8 +89,8 @@ def demo(
 @landing_app.command("check")
 def landing_check() -> None:
     """Read every landing file with its real-format reader; print rows per source as JSON."""
-    from orchestration.landing import read_all_landing
-    from orchestration.readers.errors import MalformedFileError
+    from findata.orchestration.landing import read_all_landing
+    from findata.orchestration.readers.errors import MalformedFileError
 
     try:
         tables = read_all_landing(get_settings().landing_dir)
@@ -101,7 +101,7 @@ def landing_check() -> None:
 
 
 def _refresh() -> None:
-    from orchestration.refresh import run_refresh
+    from findata.orchestration.refresh import run_refresh
 
     outcome = run_refresh(get_settings())
     if not outcome.success:
@@ -165,7 +165,7 @@ def _serve(host: str, port: int, workers: int, webhooks: bool) -> None:
         ).start()
     # uvicorn's access log prints query strings, which may hold a key: the API logs its own
     uvicorn.run(
-        "api.app:create_app",
+        "findata.api.app:create_app",
         factory=True,
         host=host,
         port=port,
@@ -179,16 +179,16 @@ def ui(port: Annotated[int, typer.Option()] = 3000) -> None:
     """The Dagster UI (and daemon: schedule, sensor) on the same FINDATA_HOME."""
     import subprocess
 
-    from orchestration.refresh import prepare_dagster_home
+    from findata.orchestration.refresh import prepare_dagster_home
 
     prepare_dagster_home(get_settings())
     dagster = Path(sys.executable).parent / "dagster"
-    command = [str(dagster), "dev", "-m", "orchestration.definitions", "-p", str(port)]
+    command = [str(dagster), "dev", "-m", "findata.orchestration.definitions", "-p", str(port)]
     raise typer.Exit(subprocess.call(command))
 
 
 def _accounts() -> AccountStore:
-    from accounts.store import AccountStore
+    from findata.accounts.store import AccountStore
     from findata.control_plane.database import engine_for
 
     return AccountStore(engine_for(get_settings().control_plane_url), get_clock())
@@ -197,8 +197,8 @@ def _accounts() -> AccountStore:
 @contextmanager
 def _refusals() -> Iterator[None]:
     """A refused account, key or webhook operation: the reason on stderr, exit 1, no change."""
-    from accounts.store import AccountError
-    from webhooks.endpoints import WebhookRefused
+    from findata.accounts.store import AccountError
+    from findata.webhooks.endpoints import WebhookRefused
 
     try:
         yield
@@ -260,7 +260,7 @@ def keys_create(
 ) -> None:
     """Create an API key (shown once); prints JSON with account_id and key. On Free and Pro the
     account's current key is revoked (regenerate); Max and Redistribution add one up to 5 or 10."""
-    from accounts.store import AccountError
+    from findata.accounts.store import AccountError
 
     store = _accounts()
     with _refusals():
@@ -294,7 +294,7 @@ def keys_create(
 @keys_app.command("revoke")
 def keys_revoke(key: str) -> None:
     """Revoke an API key (requests with it get 401 naming the revocation date)."""
-    from accounts.store import KeyNotFound
+    from findata.accounts.store import KeyNotFound
 
     try:
         owner = _accounts().revoke_key(key)
@@ -342,8 +342,8 @@ def _redacted(url: str) -> str:
 def contracts_check() -> None:
     """Run the data contracts on the build warehouse's marts; write Great Expectations' data
     docs under $FINDATA_HOME/contracts/data_docs; exit 1 if any contract fails."""
-    from orchestration.assets.checks import previous_row_counts
-    from orchestration.contract_checks import run_contract_checks, write_data_docs
+    from findata.orchestration.assets.checks import previous_row_counts
+    from findata.orchestration.contract_checks import run_contract_checks, write_data_docs
 
     settings = get_settings()
     if not settings.warehouse_path.exists():
@@ -380,7 +380,7 @@ def contracts_check() -> None:
 @ips_app.command("block")
 def ips_block(ip: str) -> None:
     """Refuse keyless requests from IP (429 temporarily_blocked)."""
-    from accounts.ips import block_ip
+    from findata.accounts.ips import block_ip
 
     with _refusals():
         store = _accounts()
@@ -390,7 +390,7 @@ def ips_block(ip: str) -> None:
 @ips_app.command("unblock")
 def ips_unblock(ip: str) -> None:
     """Accept keyless requests from IP again."""
-    from accounts.ips import unblock_ip
+    from findata.accounts.ips import unblock_ip
 
     with _refusals():
         store = _accounts()
@@ -400,9 +400,9 @@ def ips_unblock(ip: str) -> None:
 
 def _webhook_endpoints() -> WebhookEndpoints:
     from findata.control_plane.database import engine_for
-    from webhooks.endpoints import WebhookEndpoints
-    from webhooks.signing import SecretBox
-    from webhooks.url_safety import UrlPolicy
+    from findata.webhooks.endpoints import WebhookEndpoints
+    from findata.webhooks.signing import SecretBox
+    from findata.webhooks.url_safety import UrlPolicy
 
     settings = get_settings()
     store = _accounts()
@@ -506,7 +506,7 @@ def webhooks_worker(once: Annotated[bool, typer.Option("--once")] = False) -> No
 
 def _delivery_worker() -> DeliveryWorker:
     from findata.control_plane.database import engine_for
-    from webhooks.worker import DeliveryWorker
+    from findata.webhooks.worker import DeliveryWorker
 
     settings = get_settings()
     return DeliveryWorker.from_settings(

@@ -1,7 +1,8 @@
 """The published-version store: which version is current and where its file is.
 
-The pipeline writes versions (``orchestration.publish``); the API reads them. The current version
-is the newest row of ``versions``; its file under ``published/`` never changes once written.
+The pipeline writes versions (``findata.orchestration.publish``); the API reads them. The
+current version is the newest row of ``versions``; its file under ``published/`` never
+changes once written.
 """
 
 from __future__ import annotations

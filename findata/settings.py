@@ -102,6 +102,12 @@ class Settings(BaseSettings):
         return self.build_dir / "warehouse.duckdb"
 
     @property
+    def dbt_target_dir(self) -> Path:
+        """dbt's artifacts and logs (manifest, run results): beside the warehouse, never inside
+        the installed dbt project."""
+        return self.build_dir / "dbt"
+
+    @property
     def dagster_home(self) -> Path:
         """The Dagster instance directory."""
         return self.home_dir / "dagster"

@@ -74,11 +74,11 @@ docs under the folder passed to :func:`write_data_docs`.
 
 from __future__ import annotations
 
-from orchestration.checks.data_docs import write_data_docs
-from orchestration.checks.results import ContractCheckResult, ContractFailure
-from orchestration.checks.suite import PANDAS_DTYPES, build_suite
-from orchestration.checks.validate import check_dataset
-from orchestration.checks.warehouse import (
+from findata.orchestration.checks.data_docs import write_data_docs
+from findata.orchestration.checks.results import ContractCheckResult, ContractFailure
+from findata.orchestration.checks.suite import PANDAS_DTYPES, build_suite
+from findata.orchestration.checks.validate import check_dataset
+from findata.orchestration.checks.warehouse import (
     FULL_CHECK_MAX_ROWS,
     SAMPLE_ROWS,
     check_mart,

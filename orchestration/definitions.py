@@ -1,12 +1,11 @@
 """The Dagster definitions: ``dagster dev -m orchestration.definitions`` or ``findata ui``."""
 
 import dagster as dg
-
-from orchestration.assets.checks import contract_checks
-from orchestration.assets.dbt import dbt_models, dbt_resource
-from orchestration.assets.publishing import publish_version
-from orchestration.assets.raw import raw_assets
-from orchestration.sensors import build_landing_sensor
+from findata.orchestration.assets.checks import contract_checks
+from findata.orchestration.assets.dbt import dbt_models, dbt_resource
+from findata.orchestration.assets.publishing import publish_version
+from findata.orchestration.assets.raw import raw_assets
+from findata.orchestration.sensors import build_landing_sensor
 
 refresh_job = dg.define_asset_job(
     "refresh", selection=dg.AssetSelection.all(), description="Landing to a published version."

@@ -27,21 +27,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
-
-from orchestration.readers.coerce import DATE_DTYPE, typed_frame
-from orchestration.readers.corporate_actions import read_corporate_actions
-from orchestration.readers.form4 import Form4Header, read_form4
-from orchestration.readers.form13f import (
+from findata.orchestration.readers.coerce import DATE_DTYPE, typed_frame
+from findata.orchestration.readers.corporate_actions import read_corporate_actions
+from findata.orchestration.readers.form4 import Form4Header, read_form4
+from findata.orchestration.readers.form13f import (
     Cover13F,
     Filing13FDocument,
     read_13f_filing,
     read_13f_submission_text,
 )
-from orchestration.readers.index_membership import read_index_membership
-from orchestration.readers.prices import read_prices
-from orchestration.readers.sec_companyfacts import read_companyfacts
-from orchestration.readers.sec_submissions import Company, read_submissions
-from orchestration.readers.security_master import read_security_master
+from findata.orchestration.readers.index_membership import read_index_membership
+from findata.orchestration.readers.prices import read_prices
+from findata.orchestration.readers.sec_companyfacts import read_companyfacts
+from findata.orchestration.readers.sec_submissions import Company, read_submissions
+from findata.orchestration.readers.security_master import read_security_master
 
 Tables = dict[str, pd.DataFrame]
 

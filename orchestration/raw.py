@@ -1,6 +1,6 @@
 """Raw tables: landing read by the real-format readers, stored as is in the build DuckDB.
 
-Each landing source becomes tables ``raw.<table>`` (see ``orchestration.landing``), replaced
+Each landing source becomes tables ``raw.<table>`` (see ``findata.orchestration.landing``), replaced
 whole on every run; dbt's staging models read them as sources.
 """
 

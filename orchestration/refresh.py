@@ -10,7 +10,7 @@ from pathlib import Path
 
 from findata.settings import Settings
 
-DAGSTER_YAML = Path(__file__).resolve().parents[1] / "dagster.yaml"
+DAGSTER_YAML = Path(__file__).parent / "dagster.yaml"
 
 
 @dataclass(frozen=True)
@@ -38,9 +38,8 @@ def run_refresh(settings: Settings) -> RefreshOutcome:
     """Run the ``refresh`` job once on what is in landing."""
     prepare_dagster_home(settings)
     import dagster as dg
-
-    from orchestration.assets.publishing import CHANGE_RECORDS, PUBLISHED_VERSION
-    from orchestration.definitions import defs
+    from findata.orchestration.assets.publishing import CHANGE_RECORDS, PUBLISHED_VERSION
+    from findata.orchestration.definitions import defs
 
     with dg.DagsterInstance.get() as instance:
         result = defs.resolve_job_def("refresh").execute_in_process(

@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from findata.orchestration.demo.generate import DEFAULT_SEED, generate_demo
+from findata.orchestration.landing import LandingTables, read_all_landing
+from findata.orchestration.raw import write_raw_tables
+from findata.orchestration.refresh import RefreshOutcome, run_refresh
 
 from findata.clock import SystemClock, utc_today
 from findata.settings import get_settings
-from orchestration.demo.generate import DEFAULT_SEED, generate_demo
-from orchestration.landing import LandingTables, read_all_landing
-from orchestration.raw import write_raw_tables
-from orchestration.refresh import RefreshOutcome, run_refresh
 from tests.databases import disposing_cached_engine, fresh_postgres_database
 
 # the API over real HTTP: session servers and their helpers

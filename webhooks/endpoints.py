@@ -12,22 +12,22 @@ import secrets
 from dataclasses import asdict, dataclass
 
 import sqlalchemy as sa
-
-from findata.clock import Clock, as_utc
-from webhooks import deliveries
-from webhooks.events import TEST, newest_data_changed_id, record_test_event
-from webhooks.schedule import LOG_RETENTION, LOG_SIZE
-from webhooks.signing import SecretBox, new_signing_secret
-from webhooks.subscribers import (
+from findata.webhooks import deliveries
+from findata.webhooks.events import TEST, newest_data_changed_id, record_test_event
+from findata.webhooks.schedule import LOG_RETENTION, LOG_SIZE
+from findata.webhooks.signing import SecretBox, new_signing_secret
+from findata.webhooks.subscribers import (
     Subscriber,
     SubscriberDirectory,
     endpoint_allowance,
     plan_has_webhooks,
 )
-from webhooks.tables import webhook_attempts as A
-from webhooks.tables import webhook_deliveries as D
-from webhooks.tables import webhook_endpoints as E
-from webhooks.url_safety import Resolver, UnsafeUrl, UrlPolicy, check_url, system_resolver
+from findata.webhooks.tables import webhook_attempts as A
+from findata.webhooks.tables import webhook_deliveries as D
+from findata.webhooks.tables import webhook_endpoints as E
+from findata.webhooks.url_safety import Resolver, UnsafeUrl, UrlPolicy, check_url, system_resolver
+
+from findata.clock import Clock, as_utc
 
 #: a previous secret keeps signing this long after a rotation
 PREVIOUS_SECRET_SIGNS_FOR = dt.timedelta(hours=24)

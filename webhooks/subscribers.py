@@ -1,14 +1,14 @@
 """Who may receive webhooks: an enabled account whose plan has the ``webhooks`` capability.
 
 Accounts belong to ``accounts/``, which this part does not import; callers hand in anything that
-looks accounts up by id (``accounts.store.AccountStore`` does).
+looks accounts up by id (``findata.accounts.store.AccountStore`` does).
 """
 
 from __future__ import annotations
 
 from typing import Protocol
 
-from contracts.plans import plan
+from findata.contracts.plans import plan
 
 
 class Subscriber(Protocol):

@@ -6,11 +6,10 @@ check behind the spec's 503 and the page query over ``institutional_holdings``.
 
 from __future__ import annotations
 
+from findata.api.calls import EndpointAnswer, EndpointCall, ordered_page
+from findata.api.errors import ApiError
+from findata.api.query import Binder, column, fetch_all, order_by
 from sqlglot import exp
-
-from api.calls import EndpointAnswer, EndpointCall, ordered_page
-from api.errors import ApiError
-from api.query import Binder, column, fetch_all, order_by
 
 HOLDINGS = "institutional_holdings"
 

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
+from findata.api.calls import EndpointAnswer, EndpointCall
+from findata.api.endpoints.index import index_code, index_meta, offset_page
+from findata.api.query import Binder, column
 from sqlglot import exp
-
-from api.calls import EndpointAnswer, EndpointCall
-from api.endpoints.index import index_code, index_meta, offset_page
-from api.query import Binder, column
 
 #: added before removed on one effective date
 EVENT_RANK = exp.Case(

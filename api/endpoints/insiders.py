@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from findata.api.calls import EndpointAnswer, EndpointCall, ordered_page
+from findata.api.query import Binder, column, fetch_dicts, order_by
+from findata.api.resolution import valid_on
 from sqlglot import exp
-
-from api.calls import EndpointAnswer, EndpointCall, ordered_page
-from api.query import Binder, column, fetch_dicts, order_by
-from api.resolution import valid_on
 
 #: flag -> the column whose true rows the flag's ``false`` leaves out (uncoded: the opposite)
 EXCLUDED_WHEN_FALSE = {

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
+from findata.api.calls import EndpointAnswer, EndpointCall
+from findata.api.endpoints.holdings import page_of_positions, require_coverage
+from findata.api.errors import NotFound
+from findata.api.query import Binder, column, fetch_all
 from sqlglot import exp
-
-from api.calls import EndpointAnswer, EndpointCall
-from api.endpoints.holdings import page_of_positions, require_coverage
-from api.errors import NotFound
-from api.query import Binder, column, fetch_all
 
 
 def handle(call: EndpointCall) -> EndpointAnswer:

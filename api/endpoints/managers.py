@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+from findata.api.calls import EndpointAnswer, EndpointCall, ordered_page
+from findata.api.query import Binder, column, order_by
 from sqlglot import exp
-
-from api.calls import EndpointAnswer, EndpointCall, ordered_page
-from api.query import Binder, column, order_by
 
 FOLDED = "manager_name_folded"  # the contract's hidden sort column: the name in lower case
 

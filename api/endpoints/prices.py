@@ -4,10 +4,9 @@ aggregated into buckets (``interval``)."""
 from __future__ import annotations
 
 import sqlglot
+from findata.api.calls import EndpointAnswer, EndpointCall, ordered_page
+from findata.api.query import Binder, column, order_by
 from sqlglot import exp
-
-from api.calls import EndpointAnswer, EndpointCall, ordered_page
-from api.query import Binder, column, order_by
 
 #: the product of the split ratios after each row's date: prices divide by it, volume multiplies
 SPLIT_FACTOR = sqlglot.parse_one(

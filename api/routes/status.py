@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Request
+from findata.api.client_notices import notice_headers
+from findata.api.deps import ControlPlane
+from findata.api.responses import json_response
 from starlette.responses import Response
 
-from api.client_notices import notice_headers
-from api.deps import ControlPlane
-from api.responses import json_response
 from findata.published import current_version
 
 router = APIRouter()

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
+from findata.accounts.usage import next_window_start, usage_in_window
+from findata.api.client_notices import notice_headers
+from findata.api.deps import AppClock, ControlPlane, CurrentKey
+from findata.api.responses import json_response
 from starlette.responses import Response
-
-from accounts.usage import next_window_start, usage_in_window
-from api.client_notices import notice_headers
-from api.deps import AppClock, ControlPlane, CurrentKey
-from api.responses import json_response
 
 router = APIRouter()
 

@@ -2,14 +2,14 @@
 
 import dagster as dg
 import duckdb
+from findata.contracts.datasets import DatasetContract
+from findata.orchestration.checks.warehouse import check_mart
+from findata.orchestration.publish import contracts_published
 
-from contracts.datasets import DatasetContract
 from findata.clock import get_clock, utc_today
 from findata.control_plane.database import engine_for
 from findata.published import current_version
 from findata.settings import get_settings
-from orchestration.checks.warehouse import check_mart
-from orchestration.publish import contracts_published
 
 
 def mart_asset_key(dataset: str) -> dg.AssetKey:

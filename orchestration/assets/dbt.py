@@ -4,16 +4,18 @@ import hashlib
 import os
 import sys
 from collections.abc import Iterator, Mapping
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import dagster as dg
 from dagster_dbt import DagsterDbtTranslator, DbtCliResource, DbtProject, dbt_assets
+from findata.orchestration.assets.raw import raw_asset_key
 
 from findata.settings import get_settings
-from orchestration.assets.raw import raw_asset_key
 
-TRANSFORMS = Path(__file__).resolve().parents[2] / "transforms"
+# the dbt project travels with the package (``findata.transforms``: transforms/ in a checkout)
+TRANSFORMS = Path(str(resources.files("findata.transforms")))
 
 
 class FindataTranslator(DagsterDbtTranslator):
@@ -29,13 +31,21 @@ class FindataTranslator(DagsterDbtTranslator):
 
 
 def dbt_environment() -> None:
-    """Point dbt's profile at this FINDATA_HOME's build warehouse."""
-    os.environ["FINDATA_WAREHOUSE"] = str(get_settings().warehouse_path)
+    """Point dbt's profile at this FINDATA_HOME's build warehouse, and its artifacts and logs at
+    the home's build folder (the project folder may be a read-only installed package)."""
+    settings = get_settings()
+    os.environ["FINDATA_WAREHOUSE"] = str(settings.warehouse_path)
+    os.environ["DBT_TARGET_PATH"] = str(settings.dbt_target_dir)
+    os.environ["DBT_LOG_PATH"] = str(settings.dbt_target_dir / "logs")
     os.environ.setdefault("DBT_SEND_ANONYMOUS_USAGE_STATS", "0")
 
 
 dbt_environment()
-dbt_project = DbtProject(project_dir=TRANSFORMS, profiles_dir=TRANSFORMS)
+dbt_project = DbtProject(
+    project_dir=TRANSFORMS,
+    profiles_dir=TRANSFORMS,
+    target_path=get_settings().dbt_target_dir / "manifest",
+)
 dbt_resource = DbtCliResource(
     project_dir=dbt_project, dbt_executable=str(Path(sys.executable).parent / "dbt")
 )

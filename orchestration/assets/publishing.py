@@ -7,11 +7,11 @@ three assets make each visible in the UI with its own metadata and lineage.
 from collections.abc import Iterator
 
 import dagster as dg
+from findata.orchestration.assets.checks import mart_asset_key
+from findata.orchestration.publish import contracts_published, publish
 
 from findata.clock import get_clock
 from findata.settings import get_settings
-from orchestration.assets.checks import mart_asset_key
-from orchestration.publish import contracts_published, publish
 
 PUBLISHED_VERSION = dg.AssetKey("published_version")
 CHANGE_RECORDS = dg.AssetKey("change_records")

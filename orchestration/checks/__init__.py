@@ -1,1 +1,1 @@
-"""Dataset contracts as Great Expectations suites; see ``orchestration.contract_checks``."""
+"""Dataset contracts as Great Expectations suites; see ``findata.orchestration.contract_checks``."""

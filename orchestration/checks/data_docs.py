@@ -7,9 +7,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from orchestration.checks.gx_runtime import ephemeral_context, import_gx
-from orchestration.checks.results import ContractCheckResult
-from orchestration.checks.validate import RUN_NAME
+from findata.orchestration.checks.gx_runtime import ephemeral_context, import_gx
+from findata.orchestration.checks.results import ContractCheckResult
+from findata.orchestration.checks.validate import RUN_NAME
 
 SITE_NAME = "contracts"
 

@@ -25,7 +25,8 @@ def ephemeral_context() -> Any:
     """A fresh in-memory GE context: no files, no docs site, no analytics, no progress bars.
 
     GE's default ephemeral configuration points a docs site at a new temporary directory; this
-    one has no docs site until :func:`orchestration.checks.data_docs.write_data_docs` adds one.
+    one has no docs site until
+    :func:`findata.orchestration.checks.data_docs.write_data_docs` adds one.
     """
     gx = import_gx()
     from great_expectations.data_context.types.base import (

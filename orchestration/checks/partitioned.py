@@ -1,7 +1,7 @@
 """Checking a mart too large for one pandas frame: exact slices plus a sample.
 
 GE's pandas engine holds the whole batch in memory and is slow per row (see the figures in
-``orchestration.contract_checks``), so a large mart is validated in parts, each a real GE
+``findata.orchestration.contract_checks``), so a large mart is validated in parts, each a real GE
 validation of some expectations of the one contract suite:
 
 - exact, on every row, one slice of columns at a time: the key columns (key uniqueness, key not
@@ -23,14 +23,14 @@ from typing import Any
 
 import duckdb
 import pandas as pd
+from findata.contracts.datasets import DatasetContract
+from findata.orchestration.checks.frames import quote, read_frame
+from findata.orchestration.checks.gx_runtime import import_gx
+from findata.orchestration.checks.results import ContractCheckResult, failures_of
+from findata.orchestration.checks.suite import build_suite
+from findata.orchestration.checks.validate import name_asset, validate_frame
 
-from contracts.datasets import DatasetContract
 from findata.clock import get_clock
-from orchestration.checks.frames import quote, read_frame
-from orchestration.checks.gx_runtime import import_gx
-from orchestration.checks.results import ContractCheckResult, failures_of
-from orchestration.checks.suite import build_suite
-from orchestration.checks.validate import name_asset, validate_frame
 
 EXACT_RULES = frozenset({"key", "not_null", "row_count_min_ratio"})
 """Contract rules checked on every row even when the rest is sampled."""

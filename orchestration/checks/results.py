@@ -22,8 +22,9 @@ class ContractCheckResult:
     """One dataset checked against its contract.
 
     ``validation`` and ``suite`` are GE's own JSON (``ExpectationSuiteValidationResult`` and
-    ``ExpectationSuite``); :func:`orchestration.checks.data_docs.write_data_docs` renders them.
-    ``method`` says how the data was read (see ``orchestration.contract_checks``).
+    ``ExpectationSuite``); :func:`findata.orchestration.checks.data_docs.write_data_docs`
+    renders them.
+    ``method`` says how the data was read (see ``findata.orchestration.contract_checks``).
     """
 
     dataset: str

@@ -3,7 +3,7 @@
 Types: a mart is validated as the pandas frame DuckDB hands over (``relation.df()``), so each
 DuckDB type is checked as the pandas dtypes DuckDB produces for it (:data:`PANDAS_DTYPES`), with
 ``ExpectColumnValuesToBeInTypeList``. pandas 3 gives text its ``str`` dtype, which GE 1.24 cannot
-name in a type list; :func:`orchestration.checks.validate.frame_for_gx` relabels it as the
+name in a type list; :func:`findata.orchestration.checks.validate.frame_for_gx` relabels it as the
 equivalent ``string`` dtype (same Arrow data, no copy) before validating. DATE and TIMESTAMP both
 arrive as ``datetime64``, so the frame cannot tell them apart; the exact DuckDB types are
 checked from the catalogue by ``run_contract_checks``.
@@ -17,9 +17,10 @@ from decimal import Decimal
 from itertools import combinations
 from typing import TYPE_CHECKING, Any
 
-from contracts.datasets import DatasetContract
+from findata.contracts.datasets import DatasetContract
+from findata.orchestration.checks.gx_runtime import import_gx
+
 from findata.clock import get_clock, utc_today
-from orchestration.checks.gx_runtime import import_gx
 
 if TYPE_CHECKING:
     from great_expectations import ExpectationSuite

@@ -7,12 +7,11 @@ import datetime as dt
 from pathlib import Path
 
 import duckdb
-
-from contracts.datasets import DatasetContract, dataset_names, load_dataset_contract
-from orchestration.checks.frames import quote, read_frame
-from orchestration.checks.partitioned import check_partitioned
-from orchestration.checks.results import ContractCheckResult, ContractFailure
-from orchestration.checks.validate import check_dataset
+from findata.contracts.datasets import DatasetContract, dataset_names, load_dataset_contract
+from findata.orchestration.checks.frames import quote, read_frame
+from findata.orchestration.checks.partitioned import check_partitioned
+from findata.orchestration.checks.results import ContractCheckResult, ContractFailure
+from findata.orchestration.checks.validate import check_dataset
 
 FULL_CHECK_MAX_ROWS = 2_000_000
 """Marts up to this many rows are validated whole, in one pandas frame."""

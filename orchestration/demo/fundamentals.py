@@ -15,10 +15,9 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 import numpy as np
-
-from orchestration.demo.documents import CompanyFacts, Fact, FilingIndexEntry
-from orchestration.demo.prices import PriceHistory
-from orchestration.demo.universe import Issuer, Universe
+from findata.orchestration.demo.documents import CompanyFacts, Fact, FilingIndexEntry
+from findata.orchestration.demo.prices import PriceHistory
+from findata.orchestration.demo.universe import Issuer, Universe
 
 # first fiscal year with XBRL financial data for every filer (SEC's phase-in ended in 2011)
 FIRST_XBRL_YEAR = 2011

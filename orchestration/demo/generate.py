@@ -16,10 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-from orchestration.demo import sec_formats
-from orchestration.demo.calendar import trading_sessions
-from orchestration.demo.documents import (
+from findata.orchestration.demo import sec_formats
+from findata.orchestration.demo.calendar import trading_sessions
+from findata.orchestration.demo.documents import (
     Address,
     Filing13F,
     FilingIndexEntry,
@@ -27,26 +26,26 @@ from orchestration.demo.documents import (
     FormerName,
     Submissions,
 )
-from orchestration.demo.fundamentals import (
+from findata.orchestration.demo.fundamentals import (
     AccessionCounter,
     IssuerFilings,
     company_facts,
     filings_of_universe,
 )
-from orchestration.demo.holdings import add_amendments, build_13f_filings, build_managers
-from orchestration.demo.indexes import Membership, build_indexes
-from orchestration.demo.insiders import add_amendment, build_form4_filings
-from orchestration.demo.landing_csv import (
+from findata.orchestration.demo.holdings import add_amendments, build_13f_filings, build_managers
+from findata.orchestration.demo.indexes import Membership, build_indexes
+from findata.orchestration.demo.insiders import add_amendment, build_form4_filings
+from findata.orchestration.demo.landing_csv import (
     write_corporate_actions,
     write_index_membership,
     write_prices,
     write_security_master,
 )
-from orchestration.demo.prices import PriceHistory, simulate_prices
-from orchestration.demo.scenario_checks import check_manifest
-from orchestration.demo.scenarios import build_scenarios
-from orchestration.demo.sizes import SIZES, DemoSize
-from orchestration.demo.universe import SIC_DESCRIPTIONS, Issuer, Universe, build_universe
+from findata.orchestration.demo.prices import PriceHistory, simulate_prices
+from findata.orchestration.demo.scenario_checks import check_manifest
+from findata.orchestration.demo.scenarios import build_scenarios
+from findata.orchestration.demo.sizes import SIZES, DemoSize
+from findata.orchestration.demo.universe import SIC_DESCRIPTIONS, Issuer, Universe, build_universe
 
 DEFAULT_SEED = 20_240_601
 #: the generation stages, each with a random stream of its own (``stage_rng``)

@@ -14,11 +14,10 @@ import datetime as dt
 from dataclasses import dataclass, replace
 
 import numpy as np
-
-from orchestration.demo.documents import Address, Filing13F, Holding13F
-from orchestration.demo.fundamentals import AccessionCounter, Period
-from orchestration.demo.prices import PriceHistory
-from orchestration.demo.universe import Security, Universe
+from findata.orchestration.demo.documents import Address, Filing13F, Holding13F
+from findata.orchestration.demo.fundamentals import AccessionCounter, Period
+from findata.orchestration.demo.prices import PriceHistory
+from findata.orchestration.demo.universe import Security, Universe
 
 MANAGER_CIK_BASE = 1_960_000
 #: days from an original 13F-HR to its amendment (numpy's upper bound is exclusive)

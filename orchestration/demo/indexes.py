@@ -14,10 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-
-from orchestration.demo.prices import PriceHistory
-from orchestration.demo.tickers import TickerBook
-from orchestration.demo.universe import Security, Universe
+from findata.orchestration.demo.prices import PriceHistory
+from findata.orchestration.demo.tickers import TickerBook
+from findata.orchestration.demo.universe import Security, Universe
 
 INDEX_NAMES = {"sp500": "S&P 500", "djia": "Dow Jones Industrial Average", "ndx100": "Nasdaq-100"}
 

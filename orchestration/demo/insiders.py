@@ -11,18 +11,18 @@ import datetime as dt
 from dataclasses import dataclass, replace
 
 import numpy as np
-
-from findata.dates import years_before
-from orchestration.demo.documents import (
+from findata.orchestration.demo.documents import (
     Address,
     DerivativeLine,
     Form4Filing,
     NonDerivativeLine,
     ReportingOwner,
 )
-from orchestration.demo.fundamentals import AccessionCounter
-from orchestration.demo.prices import PriceHistory
-from orchestration.demo.universe import Issuer, Universe
+from findata.orchestration.demo.fundamentals import AccessionCounter
+from findata.orchestration.demo.prices import PriceHistory
+from findata.orchestration.demo.universe import Issuer, Universe
+
+from findata.dates import years_before
 
 INSIDER_CIK_BASE = 1_950_000
 _FIRST = [

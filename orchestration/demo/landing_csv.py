@@ -7,11 +7,10 @@ from pathlib import Path
 import pandas as pd
 import pyarrow as pa
 import pyarrow.csv as pacsv
-
-from contracts.landing import load_landing_format
-from orchestration.demo.indexes import Membership
-from orchestration.demo.prices import PriceHistory
-from orchestration.demo.universe import Universe
+from findata.contracts.landing import load_landing_format
+from findata.orchestration.demo.indexes import Membership
+from findata.orchestration.demo.prices import PriceHistory
+from findata.orchestration.demo.universe import Universe
 
 _ARROW_TYPES = {
     "string": pa.string(),

@@ -11,8 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-
-from orchestration.demo.universe import Security, Universe
+from findata.orchestration.demo.universe import Security, Universe
 
 _TRADING_DAYS = 252
 

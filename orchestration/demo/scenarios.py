@@ -5,13 +5,13 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from orchestration.demo.documents import Filing13F
-from orchestration.demo.fundamentals import IssuerFilings
-from orchestration.demo.holdings import Amendments, Manager
-from orchestration.demo.indexes import INDEX_NAMES, Membership, sp500_committee
-from orchestration.demo.prices import PriceHistory
-from orchestration.demo.scenario_checks import ScenarioError
-from orchestration.demo.universe import Issuer, Security, Universe
+from findata.orchestration.demo.documents import Filing13F
+from findata.orchestration.demo.fundamentals import IssuerFilings
+from findata.orchestration.demo.holdings import Amendments, Manager
+from findata.orchestration.demo.indexes import INDEX_NAMES, Membership, sp500_committee
+from findata.orchestration.demo.prices import PriceHistory
+from findata.orchestration.demo.scenario_checks import ScenarioError
+from findata.orchestration.demo.universe import Issuer, Security, Universe
 
 #: a string that several demo manager names contain (see holdings._MANAGER_KINDS)
 MANAGER_SEARCH = "Capital"

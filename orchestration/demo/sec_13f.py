@@ -12,8 +12,13 @@ from __future__ import annotations
 import datetime as dt
 from decimal import ROUND_HALF_UP, Decimal
 
-from orchestration.demo.documents import Filing13F, Holding13F
-from orchestration.demo.sec_xml_writer import Element, element, render_document, text_element
+from findata.orchestration.demo.documents import Filing13F, Holding13F
+from findata.orchestration.demo.sec_xml_writer import (
+    Element,
+    element,
+    render_document,
+    text_element,
+)
 
 THIRTEENF_FILER_NS = "http://www.sec.gov/edgar/thirteenffiler"
 EDGAR_COMMON_NS = "http://www.sec.gov/edgar/common"

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import datetime as dt
 
-from orchestration.demo.documents import (
+from findata.orchestration.demo.documents import (
     DerivativeLine,
     Form4Filing,
     NonDerivativeLine,
     ReportingOwner,
 )
-from orchestration.demo.sec_xml_writer import (
+from findata.orchestration.demo.sec_xml_writer import (
     Element,
     element,
     format_decimal,

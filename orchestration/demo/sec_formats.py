@@ -7,16 +7,16 @@ same record gives the same bytes.
 
 from __future__ import annotations
 
-from orchestration.demo.documents import Filing13F, Form4Filing
-from orchestration.demo.sec_13f import (
+from findata.orchestration.demo.documents import Filing13F, Form4Filing
+from findata.orchestration.demo.sec_13f import (
     form13f_information_table_xml,
     form13f_primary_doc_xml,
     reported_value,
     table_value_total,
 )
-from orchestration.demo.sec_form4 import form4_xml
-from orchestration.demo.sec_json import companyfacts_json, submissions_json
-from orchestration.readers.coerce import pad_cik
+from findata.orchestration.demo.sec_form4 import form4_xml
+from findata.orchestration.demo.sec_json import companyfacts_json, submissions_json
+from findata.orchestration.readers.coerce import pad_cik
 
 __all__ = [
     "companyfacts_file_name",

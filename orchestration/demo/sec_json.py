@@ -14,15 +14,14 @@ from collections import defaultdict
 from typing import Any
 
 import orjson
-
-from orchestration.demo.documents import (
+from findata.orchestration.demo.documents import (
     Address,
     CompanyFacts,
     Fact,
     FilingIndexEntry,
     Submissions,
 )
-from orchestration.readers.coerce import pad_cik
+from findata.orchestration.readers.coerce import pad_cik
 
 #: taxonomies in the order SEC lists them; any other follows, alphabetically
 TAXONOMY_ORDER = ("dei", "us-gaap", "ifrs-full", "srt", "invest", "ffd", "ecd")

@@ -12,7 +12,7 @@ import datetime as dt
 from collections import defaultdict
 from dataclasses import dataclass
 
-from orchestration.demo.universe import Security, TickerPeriod, Universe
+from findata.orchestration.demo.universe import Security, TickerPeriod, Universe
 
 
 @dataclass(frozen=True)

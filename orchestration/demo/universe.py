@@ -13,8 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-
-from orchestration.demo.sizes import DemoSize
+from findata.orchestration.demo.sizes import DemoSize
 
 ISSUER_ID_BASE = 1_000_000
 SECURITY_ID_BASE = 2_000_000

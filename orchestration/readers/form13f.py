@@ -18,12 +18,10 @@ from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
 import pandas as pd
-from lxml import etree
-
-from orchestration.readers.coerce import pad_cik, parse_sec_bool, typed_frame
-from orchestration.readers.errors import MalformedFileError
-from orchestration.readers.sec_sgml import read_submission_text
-from orchestration.readers.sec_xml import (
+from findata.orchestration.readers.coerce import pad_cik, parse_sec_bool, typed_frame
+from findata.orchestration.readers.errors import MalformedFileError
+from findata.orchestration.readers.sec_sgml import read_submission_text
+from findata.orchestration.readers.sec_xml import (
     child_text,
     find_child,
     iter_children,
@@ -31,6 +29,7 @@ from orchestration.readers.sec_xml import (
     local_name,
     parse_xml,
 )
+from lxml import etree
 
 ValueUnit = Literal["thousands", "dollars"]
 

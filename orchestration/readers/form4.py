@@ -15,17 +15,15 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from lxml import etree
-
-from orchestration.readers.coerce import (
+from findata.orchestration.readers.coerce import (
     pad_cik,
     parse_iso_date,
     parse_number,
     parse_sec_bool,
     typed_frame,
 )
-from orchestration.readers.errors import MalformedFileError
-from orchestration.readers.sec_xml import (
+from findata.orchestration.readers.errors import MalformedFileError
+from findata.orchestration.readers.sec_xml import (
     ValueField,
     child_text,
     element_text,
@@ -36,6 +34,7 @@ from orchestration.readers.sec_xml import (
     parse_xml,
     read_value_field,
 )
+from lxml import etree
 
 #: dashed accession a landing file name starts with: ``0000899243-21-048676_doc4.xml``
 _ACCESSION_PREFIX = re.compile(r"^(\d{10}-\d{2}-\d{6})(?![\d-])")

@@ -11,10 +11,9 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-
-from contracts.landing import load_landing_format
-from orchestration.readers.errors import MalformedFileError
-from orchestration.readers.landing_csv import (
+from findata.contracts.landing import load_landing_format
+from findata.orchestration.readers.errors import MalformedFileError
+from findata.orchestration.readers.landing_csv import (
     LandingText,
     parse_date_text,
     read_header,

@@ -6,8 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-
-from orchestration.readers.errors import MalformedFileError
+from findata.orchestration.readers.errors import MalformedFileError
 
 
 def load_json_object(path: Path) -> dict[str, Any]:

@@ -26,10 +26,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
-
-from contracts.landing import AlternateLayout, Column, LandingFormat, load_landing_format
-from orchestration.readers.coerce import DATE_DTYPE, parse_iso_date
-from orchestration.readers.errors import MalformedFileError
+from findata.contracts.landing import AlternateLayout, Column, LandingFormat, load_landing_format
+from findata.orchestration.readers.coerce import DATE_DTYPE, parse_iso_date
+from findata.orchestration.readers.errors import MalformedFileError
 
 #: name of the project's own layout (the contract's columns), as put in ``df.attrs["layout"]``
 PROJECT_LAYOUT = "findata"

@@ -21,10 +21,9 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-
-from orchestration.readers.coerce import dates_column, pad_cik, parse_iso_date
-from orchestration.readers.errors import MalformedFileError
-from orchestration.readers.json_file import load_json_object
+from findata.orchestration.readers.coerce import dates_column, pad_cik, parse_iso_date
+from findata.orchestration.readers.errors import MalformedFileError
+from findata.orchestration.readers.json_file import load_json_object
 
 #: returned columns and their dtypes, in order
 COMPANYFACTS_DTYPES: dict[str, str] = {

@@ -31,10 +31,9 @@ import io
 from pathlib import Path
 
 import pandas as pd
+from findata.orchestration.readers.coerce import DATE_DTYPE
+from findata.orchestration.readers.errors import MalformedFileError
 from pandas.errors import ParserError
-
-from orchestration.readers.coerce import DATE_DTYPE
-from orchestration.readers.errors import MalformedFileError
 
 #: dtype of ``accepted`` (same as the submissions reader's ``acceptance_datetime``)
 TIMESTAMP_DTYPE = "datetime64[ms, UTC]"

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchestration.readers.errors import MalformedFileError
+from findata.orchestration.readers.errors import MalformedFileError
 
 _HEADER = re.compile(rb"<SEC-HEADER>(.*?)</SEC-HEADER>", re.DOTALL)
 _DOCUMENT = re.compile(rb"<DOCUMENT>(.*?)</DOCUMENT>", re.DOTALL)

@@ -29,16 +29,15 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-
-from orchestration.readers.coerce import (
+from findata.orchestration.readers.coerce import (
     DATE_DTYPE,
     dates_column,
     pad_cik,
     parse_iso_date,
     parse_sec_bool,
 )
-from orchestration.readers.errors import MalformedFileError
-from orchestration.readers.json_file import load_json_object
+from findata.orchestration.readers.errors import MalformedFileError
+from findata.orchestration.readers.json_file import load_json_object
 
 #: dtype of ``acceptance_datetime`` (SEC writes milliseconds, always ``.000`` so far)
 TIMESTAMP_DTYPE = "datetime64[ms, UTC]"

@@ -11,10 +11,16 @@ import threading
 
 import pytest
 import sqlalchemy as sa
+from findata.accounts.keys import new_key
+from findata.accounts.store import (
+    AccountError,
+    AccountNotFound,
+    AccountStore,
+    IssuedKey,
+    KeyNotFound,
+)
+from findata.accounts.tables import accounts, api_keys
 
-from accounts.keys import new_key
-from accounts.store import AccountError, AccountNotFound, AccountStore, IssuedKey, KeyNotFound
-from accounts.tables import accounts, api_keys
 from findata.clock import ManualClock
 from findata.control_plane.database import engine_for
 
@@ -241,7 +247,7 @@ def test_find_key_compares_hashes_with_compare_digest(
         calls.append((a, b))
         return original(a, b)
 
-    monkeypatch.setattr("accounts.store.hmac.compare_digest", counting)
+    monkeypatch.setattr("findata.accounts.store.hmac.compare_digest", counting)
     account = store.create_account("alice@example.com", "free")
     issued = store.create_key(account.id)
     calls.clear()

@@ -24,13 +24,13 @@ import httpx
 import pytest
 import uvicorn
 from fastapi import FastAPI
+from findata.accounts.store import AccountStore, IssuedKey
+from findata.accounts.tables import usage_counters
+from findata.api.app import create_app
+from findata.orchestration.refresh import run_refresh
 
-from accounts.store import AccountStore, IssuedKey
-from accounts.tables import usage_counters
-from api.app import create_app
 from findata.clock import ManualClock
 from findata.settings import Settings, get_settings
-from orchestration.refresh import run_refresh
 from tests.databases import fresh_postgres_database
 
 if TYPE_CHECKING:

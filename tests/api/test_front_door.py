@@ -9,9 +9,9 @@ from collections.abc import Iterator
 
 import pytest
 from fastapi import Query
+from findata.api.app import create_app
+from findata.api.headers import EXPOSED_HEADERS
 
-from api.app import create_app
-from api.headers import EXPOSED_HEADERS
 from findata.settings import Settings
 from tests.api.server import RunningApi, serve, start_clock
 
@@ -192,7 +192,7 @@ def test_status_before_anything_is_published(api_postgres: RunningApi) -> None:
 
 
 def test_usage_counts_the_accounts_requests_today(any_api: RunningApi) -> None:
-    from accounts.usage import add_usage
+    from findata.accounts.usage import add_usage
 
     issued = any_api.new_key("max")
     other = any_api.store.create_key(issued.account.id)

@@ -6,9 +6,13 @@ from typing import Any
 
 import pytest
 import yaml
+from findata.contracts.datasets import (
+    DATASETS_DIR,
+    DatasetContract,
+    dataset_names,
+    load_dataset_contract,
+)
 from pydantic import ValidationError
-
-from contracts.datasets import DATASETS_DIR, DatasetContract, dataset_names, load_dataset_contract
 
 
 def _raw(name: str) -> dict[str, Any]:

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import pytest
 import yaml
+from findata.contracts.landing import (
+    LANDING_DIR,
+    LandingFormat,
+    landing_format_names,
+    load_landing_format,
+)
 from pydantic import ValidationError
-
-from contracts.landing import LANDING_DIR, LandingFormat, landing_format_names, load_landing_format
 
 
 def test_each_csv_landing_format_has_a_contract() -> None:

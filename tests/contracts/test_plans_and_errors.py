@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import pytest
 import yaml
-
-from contracts.errors import ERRORS_FILE, load_errors
-from contracts.plans import PLANS_FILE, Capability, load_plans, plan
+from findata.contracts.errors import ERRORS_FILE, load_errors
+from findata.contracts.plans import PLANS_FILE, Capability, load_plans, plan
 
 PLAN_CODES = ["free", "pro", "max", "redistribution"]
 

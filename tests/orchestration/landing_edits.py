@@ -10,7 +10,7 @@ import pandas as pd
 
 def next_session(day: dt.date) -> dt.date:
     """The NYSE session after ``day``."""
-    from orchestration.demo.calendar import trading_sessions
+    from findata.orchestration.demo.calendar import trading_sessions
 
     return trading_sessions(day + dt.timedelta(days=1), day + dt.timedelta(days=10))[0].date()
 

@@ -12,11 +12,10 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 import pytest
-
-from contracts.datasets import DatasetContract, dataset_names, load_dataset_contract
-from orchestration.checks.frames import read_frame
-from orchestration.checks.suite import ordered_pairs, row_count_floor
-from orchestration.contract_checks import (
+from findata.contracts.datasets import DatasetContract, dataset_names, load_dataset_contract
+from findata.orchestration.checks.frames import read_frame
+from findata.orchestration.checks.suite import ordered_pairs, row_count_floor
+from findata.orchestration.contract_checks import (
     ContractCheckResult,
     build_suite,
     check_dataset,
@@ -409,7 +408,10 @@ def test_data_docs_name_the_suites_and_write_nowhere_else(
 
 
 def test_importing_the_module_does_not_import_great_expectations() -> None:
-    code = "import sys, orchestration.contract_checks; print('great_expectations' in sys.modules)"
+    code = (
+        "import sys, findata.orchestration.contract_checks; "
+        "print('great_expectations' in sys.modules)"
+    )
     out = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,

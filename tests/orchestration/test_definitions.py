@@ -10,11 +10,10 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
-
-from contracts.datasets import dataset_names
-from orchestration.definitions import defs
-from orchestration.landing import LANDING_SOURCES
-from orchestration.sensors import build_landing_sensor
+from findata.contracts.datasets import dataset_names
+from findata.orchestration.definitions import defs
+from findata.orchestration.landing import LANDING_SOURCES
+from findata.orchestration.sensors import build_landing_sensor
 
 TRANSFORMS = Path(__file__).parents[2] / "transforms" / "models"
 
@@ -70,7 +69,7 @@ def test_dagster_validates_the_definitions(tmp_path: Path) -> None:
             "definitions",
             "validate",
             "-m",
-            "orchestration.definitions",
+            "findata.orchestration.definitions",
         ],
         env=env,
         capture_output=True,

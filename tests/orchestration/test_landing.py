@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 from conftest import Demo
-
-from orchestration.landing import LANDING_SOURCES, read_source
+from findata.orchestration.landing import LANDING_SOURCES, read_source
 
 
 def _same(a: dict[str, pd.DataFrame], b: dict[str, pd.DataFrame]) -> bool:

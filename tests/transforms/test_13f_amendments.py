@@ -21,15 +21,15 @@ import duckdb
 import pandas as pd
 import pytest
 from conftest import FIXTURES, run_dbt
-
-from orchestration.demo.documents import Address, Filing13F, Holding13F
-from orchestration.demo.sec_formats import (
+from findata.orchestration.demo.documents import Address, Filing13F, Holding13F
+from findata.orchestration.demo.sec_formats import (
     form13f_file_names,
     form13f_information_table_xml,
     form13f_primary_doc_xml,
 )
-from orchestration.landing import read_source
-from orchestration.raw import write_raw_tables
+from findata.orchestration.landing import read_source
+from findata.orchestration.raw import write_raw_tables
+
 from tests.api.endpoints.api_calls import fetch_rows
 
 MFN_CIK = "0001732811"
@@ -137,9 +137,7 @@ def marts(
     shutil.copyfile(small_warehouse, warehouse)
     with duckdb.connect(str(warehouse), read_only=True) as con:
         raw = {name: con.execute(f"select * from raw.{name}").df() for name in added}
-    write_raw_tables(
-        warehouse, {name: pd.concat([raw[name], added[name]]) for name in added}
-    )
+    write_raw_tables(warehouse, {name: pd.concat([raw[name], added[name]]) for name in added})
     result = run_dbt(warehouse, "run", "--select", "+institutional_holdings", "+managers")
     assert result.returncode == 0, result.stdout[-4000:]
     with duckdb.connect(str(warehouse), read_only=True) as connection:
@@ -190,7 +188,9 @@ def test_a_restatement_supersedes_the_report_and_earlier_new_holdings(
 def test_the_managers_latest_value_counts_the_current_report_once(
     marts: duckdb.DuckDBPyConnection,
 ) -> None:
-    (manager,) = fetch_rows(marts, "select * from marts.managers where manager_id = ?", int(MFN_CIK))
+    (manager,) = fetch_rows(
+        marts, "select * from marts.managers where manager_id = ?", int(MFN_CIK)
+    )
     assert (manager["last_report_date"], manager["filings"]) == (Q4, 6)
     expected = sum(h.value_usd for h in FILINGS[0].holdings) + 320_000 + 24_600_000
     assert manager["latest_value_usd"] == expected

@@ -6,8 +6,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-
-from contracts.datasets import dataset_names, load_dataset_contract
+from findata.contracts.datasets import dataset_names, load_dataset_contract
 
 
 @pytest.mark.parametrize("name", dataset_names())

@@ -11,8 +11,7 @@ from typing import Any
 import duckdb
 import pytest
 from conftest import Demo, run_dbt
-
-from orchestration.demo.sizes import SIZES
+from findata.orchestration.demo.sizes import SIZES
 
 
 @pytest.fixture(scope="module")

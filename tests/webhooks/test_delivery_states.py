@@ -14,17 +14,17 @@ import threading
 
 import pytest
 import sqlalchemy as sa
+from findata.webhooks.deliveries import fan_out_endpoint
+from findata.webhooks.endpoints import WebhookRefused
+from findata.webhooks.events import DATA_CHANGED, new_event_id
+from findata.webhooks.schedule import MAX_ATTEMPTS, RETRY_WAITS
+from findata.webhooks.sender import post_signed
+from findata.webhooks.tables import webhook_attempts, webhook_deliveries, webhook_endpoints
+from findata.webhooks.url_safety import CheckedUrl
 
 from findata.clock import utc_seconds_text
 from findata.control_plane import schema
 from tests.webhooks.receiver import Receiver, WebhookRig
-from webhooks.deliveries import fan_out_endpoint
-from webhooks.endpoints import WebhookRefused
-from webhooks.events import DATA_CHANGED, new_event_id
-from webhooks.schedule import MAX_ATTEMPTS, RETRY_WAITS
-from webhooks.sender import post_signed
-from webhooks.tables import webhook_attempts, webhook_deliveries, webhook_endpoints
-from webhooks.url_safety import CheckedUrl
 
 
 def announce(rig: WebhookRig) -> str:

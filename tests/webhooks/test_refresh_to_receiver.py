@@ -12,10 +12,10 @@ import pytest
 import standardwebhooks
 import svix.webhooks
 from conftest import PublishedDemo
+from findata.api.app import create_app
+from findata.orchestration.refresh import run_refresh
 
-from api.app import create_app
 from findata.settings import Settings, get_settings
-from orchestration.refresh import run_refresh
 from tests.api.server import RunningApi, serve, start_clock
 from tests.orchestration.landing_edits import add_price_day, next_session
 from tests.webhooks.receiver import LoopbackCertificates, Receiver, make_rig

@@ -16,15 +16,11 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 import sqlalchemy as sa
-
-from findata.clock import as_utc
-from findata.settings import Settings
-from tests.webhooks.receiver import Receiver, WebhookRig, make_rig
-from webhooks.endpoints import WebhookEndpoints, WebhookRefused
-from webhooks.sender import SendResult, post_signed
-from webhooks.signing import SecretBox
-from webhooks.tables import webhook_attempts, webhook_endpoints
-from webhooks.url_safety import (
+from findata.webhooks.endpoints import WebhookEndpoints, WebhookRefused
+from findata.webhooks.sender import SendResult, post_signed
+from findata.webhooks.signing import SecretBox
+from findata.webhooks.tables import webhook_attempts, webhook_endpoints
+from findata.webhooks.url_safety import (
     MAX_URL_LENGTH,
     CheckedUrl,
     Resolver,
@@ -32,7 +28,11 @@ from webhooks.url_safety import (
     UrlPolicy,
     check_url,
 )
-from webhooks.worker import DeliveryWorker, Sender
+from findata.webhooks.worker import DeliveryWorker, Sender
+
+from findata.clock import as_utc
+from findata.settings import Settings
+from tests.webhooks.receiver import Receiver, WebhookRig, make_rig
 
 if TYPE_CHECKING:  # imported at run time, pytest would try to collect the Test* class
     from tests.webhooks.receiver import LoopbackCertificates

@@ -22,17 +22,16 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-
-from orchestration.demo.generate import DEFAULT_SEED, build_demo, generate_demo
-from orchestration.demo.landing_csv import (
+from findata.orchestration.demo.generate import DEFAULT_SEED, build_demo, generate_demo
+from findata.orchestration.demo.landing_csv import (
     write_corporate_actions,
     write_index_membership,
     write_security_master,
 )
-from orchestration.demo.scenario_checks import ScenarioError
-from orchestration.demo.sizes import SIZES
-from orchestration.landing import Tables, read_all_landing, read_source
-from orchestration.readers.errors import MalformedFileError
+from findata.orchestration.demo.scenario_checks import ScenarioError
+from findata.orchestration.demo.sizes import SIZES
+from findata.orchestration.landing import Tables, read_all_landing, read_source
+from findata.orchestration.readers.errors import MalformedFileError
 
 
 def _day(text: str) -> dt.date:

@@ -17,9 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lxml import etree
-
-from orchestration.demo.documents import (
+from findata.orchestration.demo.documents import (
     Address,
     CompanyFacts,
     DerivativeLine,
@@ -33,7 +31,7 @@ from orchestration.demo.documents import (
     ReportingOwner,
     Submissions,
 )
-from orchestration.demo.sec_formats import (
+from findata.orchestration.demo.sec_formats import (
     companyfacts_file_name,
     companyfacts_json,
     form4_file_name,
@@ -46,7 +44,8 @@ from orchestration.demo.sec_formats import (
     submissions_json,
     table_value_total,
 )
-from orchestration.demo.sec_xml_writer import format_decimal
+from findata.orchestration.demo.sec_xml_writer import format_decimal
+from lxml import etree
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 FORM4 = FIXTURES / "form4"
@@ -1053,7 +1052,7 @@ def _write(tmp_path: Path, relative: str, data: bytes) -> Path:
 
 
 def test_form4_round_trip(tmp_path: Path) -> None:
-    reader = pytest.importorskip("orchestration.readers.form4")
+    reader = pytest.importorskip("findata.orchestration.readers.form4")
     record = form4_record(amendment_of=dt.date(2024, 9, 25))
     path = _write(tmp_path, form4_file_name(record), form4_xml(record))
     document = reader.read_form4(path)
@@ -1101,7 +1100,7 @@ def test_form4_round_trip(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("filed", [BEFORE_DOLLARS, FIRST_DOLLARS_DAY])
 def test_13f_round_trip(tmp_path: Path, filed: dt.date) -> None:
-    reader = pytest.importorskip("orchestration.readers.form13f")
+    reader = pytest.importorskip("findata.orchestration.readers.form13f")
     record = filing_13f(filed, amendment_number=2, amendment_type="RESTATEMENT")
     primary_name, table_name = form13f_file_names(record)
     primary = _write(tmp_path, primary_name, form13f_primary_doc_xml(record))
@@ -1131,7 +1130,7 @@ def test_13f_round_trip(tmp_path: Path, filed: dt.date) -> None:
 
 
 def test_companyfacts_round_trip(tmp_path: Path) -> None:
-    reader = pytest.importorskip("orchestration.readers.sec_companyfacts")
+    reader = pytest.importorskip("findata.orchestration.readers.sec_companyfacts")
     real = json.loads(MARVELL_FACTS.read_bytes())
     record = records_from_real_companyfacts(real)
     path = _write(tmp_path, companyfacts_file_name(record.cik), companyfacts_json(record))
@@ -1153,7 +1152,7 @@ def test_companyfacts_round_trip(tmp_path: Path) -> None:
 
 
 def test_submissions_round_trip(tmp_path: Path) -> None:
-    reader = pytest.importorskip("orchestration.readers.sec_submissions")
+    reader = pytest.importorskip("findata.orchestration.readers.sec_submissions")
     record = submissions_from_real(json.loads(MARVELL_SUBMISSIONS.read_bytes()), ROWS)
     path = _write(tmp_path, submissions_file_name(record.cik), submissions_json(record))
     document = reader.read_submissions(path)

@@ -8,11 +8,10 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
-from contracts.landing import load_landing_format
-from orchestration.readers.coerce import DATE_DTYPE
-from orchestration.readers.corporate_actions import read_corporate_actions
-from orchestration.readers.errors import MalformedFileError
+from findata.contracts.landing import load_landing_format
+from findata.orchestration.readers.coerce import DATE_DTYPE
+from findata.orchestration.readers.corporate_actions import read_corporate_actions
+from findata.orchestration.readers.errors import MalformedFileError
 
 HEADER = "entity_id,ticker,action,ex_date,announced,ratio,amount"
 

@@ -8,16 +8,15 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
-from orchestration.readers.coerce import DATE_DTYPE
-from orchestration.readers.errors import MalformedFileError
-from orchestration.readers.form4 import (
+from findata.orchestration.readers.coerce import DATE_DTYPE
+from findata.orchestration.readers.errors import MalformedFileError
+from findata.orchestration.readers.form4 import (
     LINE_COLUMNS,
     OWNER_COLUMNS,
     accession_from_file_name,
     read_form4,
 )
-from orchestration.readers.sec_xml import find_child, parse_xml, read_value_field
+from findata.orchestration.readers.sec_xml import find_child, parse_xml, read_value_field
 
 FORM4 = Path(__file__).resolve().parents[2] / "fixtures" / "form4"
 

@@ -8,11 +8,10 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
-from contracts.landing import load_landing_format
-from orchestration.readers.coerce import DATE_DTYPE
-from orchestration.readers.errors import MalformedFileError
-from orchestration.readers.index_membership import read_index_membership
+from findata.contracts.landing import load_landing_format
+from findata.orchestration.readers.coerce import DATE_DTYPE
+from findata.orchestration.readers.errors import MalformedFileError
+from findata.orchestration.readers.index_membership import read_index_membership
 
 INDEX = Path(__file__).resolve().parents[2] / "fixtures" / "index"
 START_END = INDEX / "sp500_ticker_start_end.csv"

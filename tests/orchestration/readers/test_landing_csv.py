@@ -8,12 +8,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-
-from contracts.landing import load_landing_format
-from orchestration.readers import landing_csv
-from orchestration.readers.coerce import DATE_DTYPE
-from orchestration.readers.errors import MalformedFileError
-from orchestration.readers.landing_csv import PROJECT_LAYOUT, read_landing_csv
+from findata.contracts.landing import load_landing_format
+from findata.orchestration.readers import landing_csv
+from findata.orchestration.readers.coerce import DATE_DTYPE
+from findata.orchestration.readers.errors import MalformedFileError
+from findata.orchestration.readers.landing_csv import PROJECT_LAYOUT, read_landing_csv
 
 PRICES_HEADER = "entity_id,ticker,date,open,high,low,close,volume"
 GOOD_PRICES = (

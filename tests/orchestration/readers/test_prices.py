@@ -8,11 +8,10 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
-from contracts.landing import load_landing_format
-from orchestration.readers.coerce import DATE_DTYPE
-from orchestration.readers.errors import MalformedFileError
-from orchestration.readers.prices import read_prices
+from findata.contracts.landing import load_landing_format
+from findata.orchestration.readers.coerce import DATE_DTYPE
+from findata.orchestration.readers.errors import MalformedFileError
+from findata.orchestration.readers.prices import read_prices
 
 PRICES = Path(__file__).resolve().parents[2] / "fixtures" / "prices"
 QUANDL = PRICES / "QUANDL_SAMPLE_TABLE.csv"

@@ -9,9 +9,8 @@ from typing import Any
 
 import pandas as pd
 import pytest
-
-from orchestration.readers.errors import MalformedFileError
-from orchestration.readers.sec_companyfacts import COMPANYFACTS_DTYPES, read_companyfacts
+from findata.orchestration.readers.errors import MalformedFileError
+from findata.orchestration.readers.sec_companyfacts import COMPANYFACTS_DTYPES, read_companyfacts
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "xbrl-json" / "companyfacts"
 ALPHABET = FIXTURES / "CIK0001652044.json"

@@ -6,10 +6,9 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
-from orchestration.readers.coerce import DATE_DTYPE
-from orchestration.readers.errors import MalformedFileError
-from orchestration.readers.sec_fsds import (
+from findata.orchestration.readers.coerce import DATE_DTYPE
+from findata.orchestration.readers.errors import MalformedFileError
+from findata.orchestration.readers.sec_fsds import (
     NUM_COLUMNS,
     PRE_COLUMNS,
     SUB_COLUMNS,

@@ -6,9 +6,8 @@ import datetime as dt
 from pathlib import Path
 
 import pytest
-
-from orchestration.readers.errors import MalformedFileError
-from orchestration.readers.sec_sgml import read_submission_text
+from findata.orchestration.readers.errors import MalformedFileError
+from findata.orchestration.readers.sec_sgml import read_submission_text
 
 LTS_TXT = (
     Path(__file__).resolve().parents[2]

@@ -9,10 +9,9 @@ from typing import Any
 
 import pandas as pd
 import pytest
-
-from orchestration.readers.coerce import DATE_DTYPE
-from orchestration.readers.errors import MalformedFileError
-from orchestration.readers.sec_submissions import (
+from findata.orchestration.readers.coerce import DATE_DTYPE
+from findata.orchestration.readers.errors import MalformedFileError
+from findata.orchestration.readers.sec_submissions import (
     FILING_COLUMNS,
     TIMESTAMP_DTYPE,
     PaginationFile,

@@ -7,11 +7,10 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
-from contracts.landing import load_landing_format
-from orchestration.readers.coerce import DATE_DTYPE
-from orchestration.readers.errors import MalformedFileError
-from orchestration.readers.security_master import read_security_master
+from findata.contracts.landing import load_landing_format
+from findata.orchestration.readers.coerce import DATE_DTYPE
+from findata.orchestration.readers.errors import MalformedFileError
+from findata.orchestration.readers.security_master import read_security_master
 
 HEADER = (
     "entity_id,entity_grain,issuer_entity_id,issuer_name,cik,figi,ticker,exchange,share_class,"

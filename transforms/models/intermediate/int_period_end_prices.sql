@@ -1,8 +1,8 @@
 -- The market at each fundamentals period end, per issuer: the primary security's last close on
 -- or before the period end (within 7 days, so a delisted or not yet listed security gives none),
 -- the issuer's market value (the prices mart's market_cap of every listed class on its last
--- session in those 7 days, summed) and the primary security's cumulative split index at the
--- period end.
+-- session in those 7 days, summed) and the primary security's split index at its last bar on or
+-- before the period end (the same split basis the prices mart adjusts with).
 
 with periods as (
     select distinct
@@ -33,7 +33,11 @@ prices as (
 ),
 
 split_indexes as (
-    select * from {{ ref('int_security_split_indexes') }}
+    select
+        entity_id,
+        trade_date,
+        split_index
+    from {{ ref('int_prices_adjusted') }}
 ),
 
 primary_close as (
@@ -85,7 +89,7 @@ primary_split_index as (
     from primary_close
     asof inner join split_indexes
         on primary_close.security_entity_id = split_indexes.entity_id
-        and primary_close.period_end >= split_indexes.ex_date
+        and primary_close.period_end >= split_indexes.trade_date
 )
 
 select

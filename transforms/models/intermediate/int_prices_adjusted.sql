@@ -1,7 +1,9 @@
 -- Each bar with its split ratio and dividend (the corporate-actions landing first, the Quandl
 -- layout's inline columns where the landing has none for that day), the product of every later
--- split (the factor that puts the bar on today's share basis) and the total daily return.
--- One window pass per security, sorted once by (entity_id, trade_date).
+-- split (the factor that puts the bar on today's share basis), the product of every split up to
+-- and including the bar (its split index: two indexes divided give the split factor between two
+-- dates) and the total daily return. One window pass per security, sorted once by
+-- (entity_id, trade_date).
 
 with prices as (
     select * from {{ ref('int_prices_resolved') }}
@@ -37,6 +39,11 @@ adjusted as (
             ),
             1.0
         ) as later_split_factor,
+        product(split_ratio) over (
+            partition by entity_id
+            order by trade_date
+            rows between unbounded preceding and current row
+        ) as split_index,
         -- (adj_close + adjusted dividend) / previous adj_close - 1; the later-split factors
         -- cancel to today's split ratio
         (close + dividend) * split_ratio / nullif(

@@ -19,7 +19,8 @@ current_filings as (
 ),
 
 ticker_periods as (
-    select * from {{ ref('int_security_tickers_by_period') }}
+    select * from {{ ref('int_ticker_periods_classified') }}
+    where entity_grain = 'security'
 ),
 
 positions as (
@@ -74,7 +75,8 @@ tickers as (
         partition by positions.accession, positions.line_number
         order by
             (positions.report_date <= coalesce(ticker_periods.valid_to, date '9999-12-31')) desc,
-            ticker_periods.is_shared_ticker,
+            -- a security's own (class) ticker before one it shares with another class
+            ticker_periods.ticker_kind = 'shared_class',
             ticker_periods.valid_from desc,
             ticker_periods.ticker
     ) = 1
