@@ -33,14 +33,21 @@ def _folder_of(package: str, package_dir: dict[str, str]) -> Path:
     raise AssertionError(f"{package} has no package-dir mapping")
 
 
-def test_every_python_folder_is_an_installed_package() -> None:
+#: what a run leaves in the checkout's folders (git ignores them): never packaged
+NOT_PACKAGED = {"__pycache__", "target", "logs", "dbt_packages"}
+
+
+def test_every_folder_is_an_installed_package() -> None:
+    """Every folder of code or data under the mapped folders is listed (an unlisted one would be
+    missing from the wheel), and every listed package has its folder."""
     config = _setuptools_config()
-    listed = set(config["packages"])
-    folders = {_folder_of(package, config["package-dir"]) for package in listed}
-    assert all(folder.is_dir() for folder in folders), "a listed package has no folder"
-    for top in config["package-dir"].values():
-        for init in (ROOT / top).rglob("__init__.py"):
-            assert init.parent in folders, f"{init.parent.relative_to(ROOT)} is not installed"
+    listed = {_folder_of(package, config["package-dir"]) for package in config["packages"]}
+    assert all(folder.is_dir() for folder in listed), "a listed package has no folder"
+    for top in set(config["package-dir"].values()):
+        for folder in [ROOT / top, *(ROOT / top).rglob("*")]:
+            ignored = NOT_PACKAGED & set(folder.relative_to(ROOT).parts)
+            if folder.is_dir() and not ignored and any(p.is_file() for p in folder.iterdir()):
+                assert folder in listed, f"{folder.relative_to(ROOT)} is not installed"
 
 
 @pytest.fixture(scope="module")
