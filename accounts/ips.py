@@ -6,9 +6,10 @@ import datetime as dt
 import ipaddress
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
+
 from findata.accounts.store import AccountError
 from findata.accounts.tables import blocked_ips
-from sqlalchemy.dialects import postgresql, sqlite
 
 
 def normalised_ip(ip: str) -> str:

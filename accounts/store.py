@@ -13,11 +13,11 @@ import secrets
 from dataclasses import dataclass
 
 import sqlalchemy as sa
+
 from findata.accounts.keys import key_hash, new_key, visible_prefix
 from findata.accounts.tables import accounts, api_keys
-from findata.contracts.plans import Plan, load_plans, plan
-
 from findata.clock import Clock, as_utc
+from findata.contracts.plans import Plan, load_plans, plan
 
 EMAIL_PATTERN = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s.]+")
 

@@ -11,8 +11,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 import sqlalchemy as sa
-from findata.accounts.tables import usage_counters, usage_distinct, usage_log
 from sqlalchemy.dialects import postgresql, sqlite
+
+from findata.accounts.tables import usage_counters, usage_distinct, usage_log
 
 Window = Literal["day", "hour"]
 

@@ -13,6 +13,8 @@ from typing import Any
 
 import duckdb
 import sqlalchemy as sa
+from sqlglot import exp
+
 from findata.accounts.store import KeyOwner
 from findata.api.errors import BadRequest
 from findata.api.params import RequestParams
@@ -21,7 +23,6 @@ from findata.api.query import Binder, fetch_dicts
 from findata.api.resolution import Resolution
 from findata.contracts.endpoints import EndpointContract
 from findata.contracts.plans import Plan
-from sqlglot import exp
 
 
 @dataclass(frozen=True)

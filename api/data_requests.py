@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
+
 from findata.accounts.store import KeyOwner
 from findata.api.cache import CachedAnswer, ResponseCache, cache_key
 from findata.api.calls import EndpointAnswer, EndpointCall, PageWindow
@@ -45,10 +46,9 @@ from findata.api.published import PublishedData, Version
 from findata.api.quotas import Quotas, Ticket, entity_ids_of
 from findata.api.responses import json_bytes
 from findata.api.subjects import check_subject_count, parse_tickers, resolve_subjects
+from findata.clock import Clock
 from findata.contracts.endpoints import EndpointContract
 from findata.contracts.plans import Plan
-
-from findata.clock import Clock
 from findata.dates import years_before
 
 Handler = Callable[[EndpointCall], EndpointAnswer]

@@ -6,9 +6,9 @@ from typing import Annotated
 
 import sqlalchemy as sa
 from fastapi import Depends, Request
+
 from findata.accounts.store import AccountStore, KeyOwner
 from findata.api.auth import authenticate, read_key
-
 from findata.clock import Clock
 
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
-from findata.contracts.errors import ErrorKind, UnauthorizedCause, load_errors
 from starlette.responses import Response
+
+from findata.contracts.errors import ErrorKind, UnauthorizedCause, load_errors
 
 
 class ApiError(Exception):

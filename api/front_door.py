@@ -9,10 +9,11 @@ from __future__ import annotations
 import logging
 import time
 
-from findata.api.errors import InternalError, MethodNotAllowed, error_response
-from findata.api.headers import CORS_HEADERS, PREFLIGHT_HEADERS
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from findata.api.errors import InternalError, MethodNotAllowed, error_response
+from findata.api.headers import CORS_HEADERS, PREFLIGHT_HEADERS
 
 log = logging.getLogger("findata.api")
 access_log = logging.getLogger("findata.api.access")

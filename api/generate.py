@@ -14,6 +14,8 @@ from collections.abc import Callable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path, Query, Request
+from starlette.responses import Response
+
 from findata.accounts.store import KeyOwner
 from findata.api.data_requests import (
     UPGRADE_TEXT,
@@ -28,7 +30,6 @@ from findata.contracts.endpoints import (
     endpoint_names,
     load_endpoint_contract,
 )
-from starlette.responses import Response
 
 
 def contract_router() -> APIRouter:

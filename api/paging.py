@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
-from findata.api.errors import ApiError, BadRequest
 
+from findata.api.errors import ApiError, BadRequest
 from findata.local_secrets import local_secret
 
 SCHEME = 2  # cursors of any other scheme are refused as "earlier paging scheme"

@@ -9,8 +9,9 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 import duckdb
-from findata.contracts.endpoints import OrderTerm
 from sqlglot import exp
+
+from findata.contracts.endpoints import OrderTerm
 
 
 class Binder:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
+
 from findata.accounts.store import KeyOwner
 from findata.accounts.tables import blocked_ips
 from findata.accounts.usage import (
@@ -30,9 +31,8 @@ from findata.accounts.usage import (
     reserve,
 )
 from findata.api.errors import ApiError
-from findata.contracts.plans import Plan, keyless_limits
-
 from findata.clock import Clock
+from findata.contracts.plans import Plan, keyless_limits
 
 Sleep = Callable[[float], None]
 

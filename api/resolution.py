@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import duckdb
-from findata.api.query import Binder, column, fetch_dicts
 from sqlglot import exp
+
+from findata.api.query import Binder, column, fetch_dicts
 
 Grain = Literal["security", "company"]
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 
 import duckdb
+
 from findata.api.errors import ApiError, BadRequest, NotFound
 from findata.api.resolution import Resolution, known_entities, resolve_tickers
 from findata.contracts.endpoints import Subject

@@ -16,10 +16,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from findata.clock import SystemClock, utc_today
 from findata.orchestration.demo.generate import DEFAULT_SEED, generate_demo
 from findata.orchestration.landing import read_all_landing
-
-from findata.clock import SystemClock, utc_today
 
 
 def _peak_rss_mib() -> float:

@@ -67,9 +67,8 @@ def main() -> None:
     landing = home / "landing"
 
     if not landing.exists():
-        from findata.orchestration.demo.generate import DEFAULT_SEED, generate_demo
-
         from findata.clock import SystemClock, utc_today
+        from findata.orchestration.demo.generate import DEFAULT_SEED, generate_demo
 
         started = time.perf_counter()
         generate_demo(

@@ -25,17 +25,17 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import sqlalchemy as sa
+
 from findata.accounts.store import AccountStore
+from findata.clock import SystemClock
+from findata.control_plane import schema
+from findata.control_plane.database import engine_for
+from findata.settings import Settings
 from findata.webhooks.dev_tls import make_loopback_certificates
 from findata.webhooks.endpoints import WebhookEndpoints
 from findata.webhooks.signing import SecretBox
 from findata.webhooks.url_safety import UrlPolicy
 from findata.webhooks.worker import DeliveryWorker
-
-from findata.clock import SystemClock
-from findata.control_plane import schema
-from findata.control_plane.database import engine_for
-from findata.settings import Settings
 
 
 class _DeepQueueServer(ThreadingHTTPServer):

@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from findata.contracts.plans import Capability
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from findata.contracts.plans import Capability
 
 ENDPOINTS_DIR = Path(__file__).parent / "endpoints"
 COMMON_FILE = Path(__file__).parent / "parameters.yaml"

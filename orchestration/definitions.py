@@ -1,6 +1,7 @@
 """The Dagster definitions: ``dagster dev -m orchestration.definitions`` or ``findata ui``."""
 
 import dagster as dg
+
 from findata.orchestration.assets.checks import contract_checks
 from findata.orchestration.assets.dbt import dbt_models, dbt_resource
 from findata.orchestration.assets.publishing import publish_version

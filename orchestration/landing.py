@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
+
 from findata.orchestration.readers.coerce import DATE_DTYPE, typed_frame
 from findata.orchestration.readers.corporate_actions import read_corporate_actions
 from findata.orchestration.readers.form4 import Form4Header, read_form4

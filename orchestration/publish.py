@@ -32,10 +32,10 @@ from pathlib import Path
 
 import duckdb
 import sqlalchemy as sa
-from findata.contracts.datasets import DatasetContract, dataset_names, load_dataset_contract
 
 from findata.change_cursor import FEED_RETENTION, encode_change_cursor
 from findata.clock import Clock, utc_seconds_text
+from findata.contracts.datasets import DatasetContract, dataset_names, load_dataset_contract
 from findata.control_plane import schema
 from findata.control_plane.database import engine_for
 from findata.published import current_version

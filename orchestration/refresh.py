@@ -38,6 +38,7 @@ def run_refresh(settings: Settings) -> RefreshOutcome:
     """Run the ``refresh`` job once on what is in landing."""
     prepare_dagster_home(settings)
     import dagster as dg
+
     from findata.orchestration.assets.publishing import CHANGE_RECORDS, PUBLISHED_VERSION
     from findata.orchestration.definitions import defs
 

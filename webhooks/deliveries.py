@@ -15,14 +15,14 @@ import secrets
 from dataclasses import dataclass
 
 import sqlalchemy as sa
+
+from findata.clock import as_utc
+from findata.control_plane import schema
 from findata.webhooks.events import DATA_CHANGED, TEST, event_body, newest_data_changed_id
 from findata.webhooks.schedule import DISABLE_AFTER_FAILING, LEASE, LOG_RETENTION, retry_at
 from findata.webhooks.sender import SendResult
 from findata.webhooks.subscribers import SubscriberDirectory, receives_webhooks
 from findata.webhooks.tables import webhook_attempts, webhook_deliveries, webhook_endpoints
-
-from findata.clock import as_utc
-from findata.control_plane import schema
 
 D = webhook_deliveries
 E = webhook_endpoints

@@ -12,6 +12,8 @@ import secrets
 from dataclasses import asdict, dataclass
 
 import sqlalchemy as sa
+
+from findata.clock import Clock, as_utc
 from findata.webhooks import deliveries
 from findata.webhooks.events import TEST, newest_data_changed_id, record_test_event
 from findata.webhooks.schedule import LOG_RETENTION, LOG_SIZE
@@ -26,8 +28,6 @@ from findata.webhooks.tables import webhook_attempts as A
 from findata.webhooks.tables import webhook_deliveries as D
 from findata.webhooks.tables import webhook_endpoints as E
 from findata.webhooks.url_safety import Resolver, UnsafeUrl, UrlPolicy, check_url, system_resolver
-
-from findata.clock import Clock, as_utc
 
 #: a previous secret keeps signing this long after a rotation
 PREVIOUS_SECRET_SIGNS_FOR = dt.timedelta(hours=24)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import certifi
 import httpx
+
 from findata.webhooks.url_safety import CheckedUrl
 
 ANSWER_WITHIN_SECONDS = 10.0

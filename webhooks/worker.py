@@ -20,15 +20,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import sqlalchemy as sa
+
+from findata.clock import Clock
+from findata.settings import Settings
 from findata.webhooks import deliveries
 from findata.webhooks.deliveries import Claim, LeaseLost
 from findata.webhooks.sender import SendResult, post_signed
 from findata.webhooks.signing import SecretBox, signed_headers
 from findata.webhooks.subscribers import SubscriberDirectory
 from findata.webhooks.url_safety import Resolver, UnsafeUrl, UrlPolicy, check_url, system_resolver
-
-from findata.clock import Clock
-from findata.settings import Settings
 
 log = logging.getLogger("findata.webhooks")
 

@@ -6,10 +6,10 @@ import datetime as dt
 from typing import Any
 
 import sqlalchemy as sa
+
 from findata.api.calls import EndpointAnswer, EndpointCall
 from findata.api.errors import ApiError, BadRequest
 from findata.api.params import DATE_PATTERN
-
 from findata.change_cursor import FEED_RETENTION, decode_change_cursor, encode_change_cursor
 from findata.control_plane.schema import change_records, versions
 

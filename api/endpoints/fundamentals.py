@@ -6,10 +6,11 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from sqlglot import exp
+
 from findata.api.calls import EndpointAnswer, EndpointCall, fetch_page, page_answer
 from findata.api.query import Binder, column, order_by
 from findata.api.subjects import parse_tickers
-from sqlglot import exp
 
 #: output name -> the expression it is read from (``f`` the dataset, ``e`` the issuer's entity)
 SOURCES = {

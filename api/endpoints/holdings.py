@@ -6,10 +6,11 @@ check behind the spec's 503 and the page query over ``institutional_holdings``.
 
 from __future__ import annotations
 
+from sqlglot import exp
+
 from findata.api.calls import EndpointAnswer, EndpointCall, ordered_page
 from findata.api.errors import ApiError
 from findata.api.query import Binder, column, fetch_all, order_by
-from sqlglot import exp
 
 HOLDINGS = "institutional_holdings"
 

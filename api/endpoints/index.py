@@ -11,10 +11,11 @@ import datetime as dt
 from typing import Any
 
 import sqlglot
+from sqlglot import exp
+
 from findata.api.calls import EndpointAnswer, EndpointCall
 from findata.api.errors import BadRequest
 from findata.api.query import Binder, column, fetch_all, fetch_dicts, order_by
-from sqlglot import exp
 
 #: the dataset whose version date bounds what the roster can know (its last trading date)
 COVERAGE_DATASET = "prices"

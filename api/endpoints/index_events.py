@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from sqlglot import exp
+
 from findata.api.calls import EndpointAnswer, EndpointCall
 from findata.api.endpoints.index import index_code, index_meta, offset_page
 from findata.api.query import Binder, column
-from sqlglot import exp
 
 #: added before removed on one effective date
 EVENT_RANK = exp.Case(

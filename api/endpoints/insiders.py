@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from sqlglot import exp
+
 from findata.api.calls import EndpointAnswer, EndpointCall, ordered_page
 from findata.api.query import Binder, column, fetch_dicts, order_by
 from findata.api.resolution import valid_on
-from sqlglot import exp
 
 #: flag -> the column whose true rows the flag's ``false`` leaves out (uncoded: the opposite)
 EXCLUDED_WHEN_FALSE = {

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from sqlglot import exp
+
 from findata.api.calls import EndpointAnswer, EndpointCall
 from findata.api.endpoints.holdings import page_of_positions, require_coverage
 from findata.api.errors import NotFound
 from findata.api.query import Binder, column, fetch_all
-from sqlglot import exp
 
 
 def handle(call: EndpointCall) -> EndpointAnswer:

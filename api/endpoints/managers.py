@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from sqlglot import exp
+
 from findata.api.calls import EndpointAnswer, EndpointCall, ordered_page
 from findata.api.query import Binder, column, order_by
-from sqlglot import exp
 
 FOLDED = "manager_name_folded"  # the contract's hidden sort column: the name in lower case
 

@@ -13,13 +13,14 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any
 
+from sqlglot import exp
+
 from findata.api.calls import EndpointAnswer, EndpointCall, fetch_page, page_answer
 from findata.api.endpoints.fundamentals import path_tickers
 from findata.api.errors import ApiError
 from findata.api.query import Binder, column, fetch_dicts, order_by
 from findata.api.resolution import SHARE_CLASS_WARNING, Resolution, resolve_tickers
 from findata.api.subjects import HINT, ambiguous_detail
-from sqlglot import exp
 
 #: the dataset's columns served as they are (``entity_id`` and ``entity_name`` are added)
 METRIC_COLUMNS = [

@@ -4,9 +4,10 @@ aggregated into buckets (``interval``)."""
 from __future__ import annotations
 
 import sqlglot
+from sqlglot import exp
+
 from findata.api.calls import EndpointAnswer, EndpointCall, ordered_page
 from findata.api.query import Binder, column, order_by
-from sqlglot import exp
 
 #: the product of the split ratios after each row's date: prices divide by it, volume multiplies
 SPLIT_FACTOR = sqlglot.parse_one(

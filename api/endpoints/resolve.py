@@ -11,13 +11,14 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from sqlglot import exp
+
 from findata.api.calls import EndpointAnswer, EndpointCall
 from findata.api.errors import BadRequest, NotFound
 from findata.api.query import Binder, column, fetch_dicts
 from findata.api.resolution import Resolution, resolve_tickers
 from findata.api.subjects import ambiguous_ticker, check_subject_count, parse_tickers
 from findata.contracts.endpoints import Subject
-from sqlglot import exp
 
 #: the plan's limit for resolve (Free and keyless 1, paid 10); the path's parameter name
 SUBJECT = Subject(path_parameter="ticker", grain="security", limit="resolve_tickers_per_request")

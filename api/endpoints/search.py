@@ -4,9 +4,10 @@ a key)."""
 
 from __future__ import annotations
 
+from sqlglot import exp
+
 from findata.api.calls import EndpointAnswer, EndpointCall
 from findata.api.query import Binder, column, fetch_all, fetch_dicts, order_by
-from sqlglot import exp
 
 #: match ranks, best first (the spec's order with `q`)
 EXACT_TICKER, TICKER_PREFIX, NAME_PREFIX, OTHER = 0, 1, 2, 3

@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Request
+from starlette.responses import Response
+
 from findata.api.client_notices import notice_headers
 from findata.api.deps import ControlPlane
 from findata.api.responses import json_response
-from starlette.responses import Response
-
 from findata.published import current_version
 
 router = APIRouter()

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
+from starlette.responses import Response
+
 from findata.accounts.usage import next_window_start, usage_in_window
 from findata.api.client_notices import notice_headers
 from findata.api.deps import AppClock, ControlPlane, CurrentKey
 from findata.api.responses import json_response
-from starlette.responses import Response
 
 router = APIRouter()
 

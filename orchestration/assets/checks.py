@@ -2,12 +2,12 @@
 
 import dagster as dg
 import duckdb
-from findata.contracts.datasets import DatasetContract
-from findata.orchestration.checks.warehouse import check_mart
-from findata.orchestration.publish import contracts_published
 
 from findata.clock import get_clock, utc_today
+from findata.contracts.datasets import DatasetContract
 from findata.control_plane.database import engine_for
+from findata.orchestration.checks.warehouse import check_mart
+from findata.orchestration.publish import contracts_published
 from findata.published import current_version
 from findata.settings import get_settings
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import dagster as dg
 from dagster_dbt import DagsterDbtTranslator, DbtCliResource, DbtProject, dbt_assets
-from findata.orchestration.assets.raw import raw_asset_key
 
+from findata.orchestration.assets.raw import raw_asset_key
 from findata.settings import get_settings
 
 # the dbt project travels with the package (``findata.transforms``: transforms/ in a checkout)

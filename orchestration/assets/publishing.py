@@ -7,10 +7,10 @@ three assets make each visible in the UI with its own metadata and lineage.
 from collections.abc import Iterator
 
 import dagster as dg
-from findata.orchestration.assets.checks import mart_asset_key
-from findata.orchestration.publish import contracts_published, publish
 
 from findata.clock import get_clock
+from findata.orchestration.assets.checks import mart_asset_key
+from findata.orchestration.publish import contracts_published, publish
 from findata.settings import get_settings
 
 PUBLISHED_VERSION = dg.AssetKey("published_version")

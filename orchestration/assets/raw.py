@@ -3,9 +3,9 @@
 from collections.abc import Iterator
 
 import dagster as dg
+
 from findata.orchestration.landing import LANDING_SOURCES, LandingSource, read_source
 from findata.orchestration.raw import RAW_SCHEMA, write_raw_tables
-
 from findata.settings import get_settings
 
 

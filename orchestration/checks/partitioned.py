@@ -23,14 +23,14 @@ from typing import Any
 
 import duckdb
 import pandas as pd
+
+from findata.clock import get_clock
 from findata.contracts.datasets import DatasetContract
 from findata.orchestration.checks.frames import quote, read_frame
 from findata.orchestration.checks.gx_runtime import import_gx
 from findata.orchestration.checks.results import ContractCheckResult, failures_of
 from findata.orchestration.checks.suite import build_suite
 from findata.orchestration.checks.validate import name_asset, validate_frame
-
-from findata.clock import get_clock
 
 EXACT_RULES = frozenset({"key", "not_null", "row_count_min_ratio"})
 """Contract rules checked on every row even when the rest is sampled."""

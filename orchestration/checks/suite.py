@@ -17,10 +17,9 @@ from decimal import Decimal
 from itertools import combinations
 from typing import TYPE_CHECKING, Any
 
+from findata.clock import get_clock, utc_today
 from findata.contracts.datasets import DatasetContract
 from findata.orchestration.checks.gx_runtime import import_gx
-
-from findata.clock import get_clock, utc_today
 
 if TYPE_CHECKING:
     from great_expectations import ExpectationSuite

@@ -6,12 +6,12 @@ import datetime as dt
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
+
+from findata.clock import get_clock
 from findata.contracts.datasets import DatasetContract
 from findata.orchestration.checks.gx_runtime import ephemeral_context, import_gx
 from findata.orchestration.checks.results import ContractCheckResult, failures_of
 from findata.orchestration.checks.suite import build_suite
-
-from findata.clock import get_clock
 
 if TYPE_CHECKING:
     from great_expectations import ExpectationSuite

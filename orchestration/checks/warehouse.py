@@ -7,6 +7,7 @@ import datetime as dt
 from pathlib import Path
 
 import duckdb
+
 from findata.contracts.datasets import DatasetContract, dataset_names, load_dataset_contract
 from findata.orchestration.checks.frames import quote, read_frame
 from findata.orchestration.checks.partitioned import check_partitioned

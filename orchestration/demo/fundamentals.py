@@ -15,6 +15,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 import numpy as np
+
 from findata.orchestration.demo.documents import CompanyFacts, Fact, FilingIndexEntry
 from findata.orchestration.demo.prices import PriceHistory
 from findata.orchestration.demo.universe import Issuer, Universe

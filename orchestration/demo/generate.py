@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
 from findata.orchestration.demo import sec_formats
 from findata.orchestration.demo.calendar import trading_sessions
 from findata.orchestration.demo.documents import (

@@ -14,6 +14,7 @@ import datetime as dt
 from dataclasses import dataclass, replace
 
 import numpy as np
+
 from findata.orchestration.demo.documents import Address, Filing13F, Holding13F
 from findata.orchestration.demo.fundamentals import AccessionCounter, Period
 from findata.orchestration.demo.prices import PriceHistory

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+
 from findata.orchestration.demo.prices import PriceHistory
 from findata.orchestration.demo.tickers import TickerBook
 from findata.orchestration.demo.universe import Security, Universe

@@ -11,6 +11,8 @@ import datetime as dt
 from dataclasses import dataclass, replace
 
 import numpy as np
+
+from findata.dates import years_before
 from findata.orchestration.demo.documents import (
     Address,
     DerivativeLine,
@@ -21,8 +23,6 @@ from findata.orchestration.demo.documents import (
 from findata.orchestration.demo.fundamentals import AccessionCounter
 from findata.orchestration.demo.prices import PriceHistory
 from findata.orchestration.demo.universe import Issuer, Universe
-
-from findata.dates import years_before
 
 INSIDER_CIK_BASE = 1_950_000
 _FIRST = [

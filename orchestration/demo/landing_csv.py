@@ -7,6 +7,7 @@ from pathlib import Path
 import pandas as pd
 import pyarrow as pa
 import pyarrow.csv as pacsv
+
 from findata.contracts.landing import load_landing_format
 from findata.orchestration.demo.indexes import Membership
 from findata.orchestration.demo.prices import PriceHistory

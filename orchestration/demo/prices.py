@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+
 from findata.orchestration.demo.universe import Security, Universe
 
 _TRADING_DAYS = 252

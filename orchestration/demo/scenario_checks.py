@@ -12,12 +12,11 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from findata.dates import years_before
 from findata.orchestration.demo.indexes import Membership
 from findata.orchestration.demo.prices import PriceHistory
 from findata.orchestration.demo.tickers import TickerBook
 from findata.orchestration.demo.universe import Universe
-
-from findata.dates import years_before
 
 
 class ScenarioError(ValueError):

@@ -14,6 +14,7 @@ from collections import defaultdict
 from typing import Any
 
 import orjson
+
 from findata.orchestration.demo.documents import (
     Address,
     CompanyFacts,

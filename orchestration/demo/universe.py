@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+
 from findata.orchestration.demo.sizes import DemoSize
 
 ISSUER_ID_BASE = 1_000_000

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
+
 from findata.orchestration.readers.landing_csv import read_landing_csv
 
 FORMAT = "corporate_actions"

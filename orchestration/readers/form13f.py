@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
 import pandas as pd
+from lxml import etree
+
 from findata.orchestration.readers.coerce import pad_cik, parse_sec_bool, typed_frame
 from findata.orchestration.readers.errors import MalformedFileError
 from findata.orchestration.readers.sec_sgml import read_submission_text
@@ -29,7 +31,6 @@ from findata.orchestration.readers.sec_xml import (
     local_name,
     parse_xml,
 )
-from lxml import etree
 
 ValueUnit = Literal["thousands", "dollars"]
 

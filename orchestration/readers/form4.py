@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from lxml import etree
+
 from findata.orchestration.readers.coerce import (
     pad_cik,
     parse_iso_date,
@@ -34,7 +36,6 @@ from findata.orchestration.readers.sec_xml import (
     parse_xml,
     read_value_field,
 )
-from lxml import etree
 
 #: dashed accession a landing file name starts with: ``0000899243-21-048676_doc4.xml``
 _ACCESSION_PREFIX = re.compile(r"^(\d{10}-\d{2}-\d{6})(?![\d-])")

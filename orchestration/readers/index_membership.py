@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
 from findata.contracts.landing import load_landing_format
 from findata.orchestration.readers.errors import MalformedFileError
 from findata.orchestration.readers.landing_csv import (

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+
 from findata.orchestration.readers.errors import MalformedFileError
 
 

@@ -26,6 +26,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
+
 from findata.contracts.landing import AlternateLayout, Column, LandingFormat, load_landing_format
 from findata.orchestration.readers.coerce import DATE_DTYPE, parse_iso_date
 from findata.orchestration.readers.errors import MalformedFileError

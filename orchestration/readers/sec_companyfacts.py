@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+
 from findata.orchestration.readers.coerce import dates_column, pad_cik, parse_iso_date
 from findata.orchestration.readers.errors import MalformedFileError
 from findata.orchestration.readers.json_file import load_json_object

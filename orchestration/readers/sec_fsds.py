@@ -31,9 +31,10 @@ import io
 from pathlib import Path
 
 import pandas as pd
+from pandas.errors import ParserError
+
 from findata.orchestration.readers.coerce import DATE_DTYPE
 from findata.orchestration.readers.errors import MalformedFileError
-from pandas.errors import ParserError
 
 #: dtype of ``accepted`` (same as the submissions reader's ``acceptance_datetime``)
 TIMESTAMP_DTYPE = "datetime64[ms, UTC]"

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+
 from findata.orchestration.readers.coerce import (
     DATE_DTYPE,
     dates_column,

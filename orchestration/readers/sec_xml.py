@@ -12,8 +12,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from findata.orchestration.readers.errors import MalformedFileError
 from lxml import etree
+
+from findata.orchestration.readers.errors import MalformedFileError
 
 #: name used in error messages when the XML came from memory rather than a file
 _BYTES_SOURCE = "<bytes>"

@@ -11,6 +11,7 @@ import threading
 
 import pytest
 import sqlalchemy as sa
+
 from findata.accounts.keys import new_key
 from findata.accounts.store import (
     AccountError,
@@ -20,7 +21,6 @@ from findata.accounts.store import (
     KeyNotFound,
 )
 from findata.accounts.tables import accounts, api_keys
-
 from findata.clock import ManualClock
 from findata.control_plane.database import engine_for
 

@@ -8,8 +8,8 @@ import threading
 
 import pytest
 import sqlalchemy as sa
-from findata.accounts.usage import add_usage, next_window_start, usage_in_window, window_start
 
+from findata.accounts.usage import add_usage, next_window_start, usage_in_window, window_start
 from findata.control_plane.database import engine_for
 
 NOON = dt.datetime(2026, 11, 22, 12, 15, 30, 250_000, tzinfo=dt.UTC)

@@ -24,12 +24,12 @@ import httpx
 import pytest
 import uvicorn
 from fastapi import FastAPI
+
 from findata.accounts.store import AccountStore, IssuedKey
 from findata.accounts.tables import usage_counters
 from findata.api.app import create_app
-from findata.orchestration.refresh import run_refresh
-
 from findata.clock import ManualClock
+from findata.orchestration.refresh import run_refresh
 from findata.settings import Settings, get_settings
 from tests.databases import fresh_postgres_database
 

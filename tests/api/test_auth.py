@@ -7,8 +7,8 @@ import datetime as dt
 
 import httpx
 import pytest
-from findata.contracts.errors import load_errors
 
+from findata.contracts.errors import load_errors
 from tests.api.server import RunningApi
 
 KEYED = "/v1/auth/usage"

@@ -5,9 +5,9 @@ that use it arrive with the data endpoints and are tested over HTTP there."""
 from __future__ import annotations
 
 import pytest
+
 from findata.api.auth import authenticate, read_key
 from findata.api.errors import AccountDisabled, Unauthorized
-
 from tests.api.server import RunningApi
 
 UNKNOWN = "fdk_" + "7" * 32

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from findata.api.app import create_app
 
+from findata.api.app import create_app
 from findata.settings import Settings
 from tests.api.endpoints.api_calls import before_as_of
 from tests.api.server import RunningApi, serve, start_clock

@@ -9,9 +9,9 @@ from collections.abc import Iterator
 
 import pytest
 from fastapi import Query
+
 from findata.api.app import create_app
 from findata.api.headers import EXPOSED_HEADERS
-
 from findata.settings import Settings
 from tests.api.server import RunningApi, serve, start_clock
 

@@ -10,10 +10,10 @@ from typing import Any
 
 import httpx
 import pytest
-from findata.contracts.endpoints import endpoint_names, load_endpoint_contract, parameter_variants
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from findata.contracts.endpoints import endpoint_names, load_endpoint_contract, parameter_variants
 from tests.api.server import RunningApi
 
 #: the spec's endpoint table ("Endpoints"), path templates as the contracts write them

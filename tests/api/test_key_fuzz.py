@@ -9,10 +9,10 @@ from dataclasses import dataclass
 
 import httpx
 import pytest
-from findata.accounts.keys import is_complete_key
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from findata.accounts.keys import is_complete_key
 from tests.api.server import RunningApi
 
 

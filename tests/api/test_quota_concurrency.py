@@ -16,10 +16,10 @@ from pathlib import Path
 import httpx
 import pytest
 import sqlalchemy as sa
+
 from findata.accounts.store import AccountStore
 from findata.accounts.tables import usage_counters
 from findata.accounts.usage import window_start
-
 from findata.clock import SystemClock
 from findata.control_plane.database import engine_for
 from findata.control_plane.schema import versions

@@ -12,10 +12,10 @@ from typing import Any
 
 import httpx
 import pytest
+
 from findata.accounts.ips import block_ip, unblock_ip
 from findata.accounts.usage import add_distinct, add_usage
 from findata.api.app import create_app
-
 from findata.clock import ManualClock
 from findata.settings import Settings
 from tests.api.endpoints.api_calls import before_as_of

@@ -15,9 +15,9 @@ import duckdb
 import httpx
 import pytest
 import sqlalchemy as sa
+
 from findata.api.app import create_app
 from findata.api.published import KEEP_OLD_VERSIONS, PublishedData
-
 from findata.control_plane.database import engine_for
 from findata.control_plane.schema import versions
 from findata.published import current_version

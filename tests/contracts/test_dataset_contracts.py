@@ -6,13 +6,14 @@ from typing import Any
 
 import pytest
 import yaml
+from pydantic import ValidationError
+
 from findata.contracts.datasets import (
     DATASETS_DIR,
     DatasetContract,
     dataset_names,
     load_dataset_contract,
 )
-from pydantic import ValidationError
 
 
 def _raw(name: str) -> dict[str, Any]:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import pytest
 import yaml
+from pydantic import ValidationError
+
 from findata.contracts.landing import (
     LANDING_DIR,
     LandingFormat,
     landing_format_names,
     load_landing_format,
 )
-from pydantic import ValidationError
 
 
 def test_each_csv_landing_format_has_a_contract() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 import yaml
+
 from findata.contracts.errors import ERRORS_FILE, load_errors
 from findata.contracts.plans import PLANS_FILE, Capability, load_plans, plan
 

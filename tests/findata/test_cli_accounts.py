@@ -13,8 +13,8 @@ from pathlib import Path
 import httpx
 import pytest
 import sqlalchemy as sa
-from findata.accounts.keys import is_complete_key, key_hash
 
+from findata.accounts.keys import is_complete_key, key_hash
 from tests.api.server import findata_serve
 
 FINDATA = Path(sys.executable).parent / "findata"

@@ -11,11 +11,11 @@ from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from findata.accounts.tables import metadata as accounts_metadata
-from findata.webhooks.tables import metadata as webhooks_metadata
 
+from findata.accounts.tables import metadata as accounts_metadata
 from findata.control_plane.database import alembic_config, engine_for, upgrade
 from findata.control_plane.schema import metadata as control_metadata
+from findata.webhooks.tables import metadata as webhooks_metadata
 
 ACCOUNT_TABLES = set(accounts_metadata.tables)
 WEBHOOK_TABLES = set(webhooks_metadata.tables)

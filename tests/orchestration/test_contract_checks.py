@@ -12,6 +12,7 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 import pytest
+
 from findata.contracts.datasets import DatasetContract, dataset_names, load_dataset_contract
 from findata.orchestration.checks.frames import read_frame
 from findata.orchestration.checks.suite import ordered_pairs, row_count_floor

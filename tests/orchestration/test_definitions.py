@@ -10,6 +10,7 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
+
 from findata.contracts.datasets import dataset_names
 from findata.orchestration.definitions import defs
 from findata.orchestration.landing import LANDING_SOURCES

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 from conftest import Demo
+
 from findata.orchestration.landing import LANDING_SOURCES, read_source
 
 

@@ -19,13 +19,13 @@ import duckdb
 import pytest
 import sqlalchemy as sa
 from conftest import PublishedDemo
+
 from findata.contracts.datasets import dataset_names
+from findata.control_plane import schema
+from findata.control_plane.database import engine_for
 from findata.orchestration.publish import FAULT_AFTER_VERSION_FILE, FAULT_ENV
 from findata.orchestration.readers.security_master import read_security_master
 from findata.orchestration.refresh import RefreshOutcome, run_refresh
-
-from findata.control_plane import schema
-from findata.control_plane.database import engine_for
 from findata.settings import Settings, get_settings
 from tests.orchestration.landing_edits import add_price_day, next_session
 

@@ -21,6 +21,7 @@ import duckdb
 import pandas as pd
 import pytest
 from conftest import FIXTURES, run_dbt
+
 from findata.orchestration.demo.documents import Address, Filing13F, Holding13F
 from findata.orchestration.demo.sec_formats import (
     form13f_file_names,
@@ -29,7 +30,6 @@ from findata.orchestration.demo.sec_formats import (
 )
 from findata.orchestration.landing import read_source
 from findata.orchestration.raw import write_raw_tables
-
 from tests.api.endpoints.api_calls import fetch_rows
 
 MFN_CIK = "0001732811"

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
+
 from findata.contracts.datasets import dataset_names, load_dataset_contract
 
 

@@ -11,6 +11,7 @@ from typing import Any
 import duckdb
 import pytest
 from conftest import Demo, run_dbt
+
 from findata.orchestration.demo.sizes import SIZES
 
 

@@ -18,17 +18,17 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
+
 from findata.accounts.store import Account, AccountStore
+from findata.clock import ManualClock
+from findata.control_plane.database import engine_for
+from findata.settings import Settings
 from findata.webhooks.dev_tls import LoopbackCertificates, make_loopback_certificates
 from findata.webhooks.endpoints import WebhookEndpoints
 from findata.webhooks.sender import post_signed
 from findata.webhooks.signing import SecretBox
 from findata.webhooks.url_safety import Resolver, UrlPolicy, system_resolver
 from findata.webhooks.worker import DeliveryWorker, Sender
-
-from findata.clock import ManualClock
-from findata.control_plane.database import engine_for
-from findata.settings import Settings
 
 
 @dataclass(frozen=True)

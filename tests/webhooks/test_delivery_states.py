@@ -14,6 +14,9 @@ import threading
 
 import pytest
 import sqlalchemy as sa
+
+from findata.clock import utc_seconds_text
+from findata.control_plane import schema
 from findata.webhooks.deliveries import fan_out_endpoint
 from findata.webhooks.endpoints import WebhookRefused
 from findata.webhooks.events import DATA_CHANGED, new_event_id
@@ -21,9 +24,6 @@ from findata.webhooks.schedule import MAX_ATTEMPTS, RETRY_WAITS
 from findata.webhooks.sender import post_signed
 from findata.webhooks.tables import webhook_attempts, webhook_deliveries, webhook_endpoints
 from findata.webhooks.url_safety import CheckedUrl
-
-from findata.clock import utc_seconds_text
-from findata.control_plane import schema
 from tests.webhooks.receiver import Receiver, WebhookRig
 
 

@@ -12,9 +12,9 @@ import pytest
 import standardwebhooks
 import svix.webhooks
 from conftest import PublishedDemo
+
 from findata.api.app import create_app
 from findata.orchestration.refresh import run_refresh
-
 from findata.settings import Settings, get_settings
 from tests.api.server import RunningApi, serve, start_clock
 from tests.orchestration.landing_edits import add_price_day, next_session

@@ -12,9 +12,9 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import pytest
+
 from findata.webhooks.sender import SendResult, post_signed
 from findata.webhooks.url_safety import CheckedUrl, UrlPolicy, check_url
-
 from tests.webhooks.receiver import Receiver
 
 if TYPE_CHECKING:  # imported at run time, pytest would try to collect the Test* class

@@ -12,9 +12,9 @@ import pytest
 import sqlalchemy as sa
 import standardwebhooks
 import svix.webhooks
-from findata.webhooks.tables import webhook_endpoints
 from standardwebhooks.webhooks import WebhookVerificationError
 
+from findata.webhooks.tables import webhook_endpoints
 from tests.webhooks.receiver import Received, Receiver, WebhookRig
 
 EVENT_ID = re.compile(r"evt_[0-9a-f]{24}")

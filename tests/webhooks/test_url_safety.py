@@ -16,6 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 import sqlalchemy as sa
+
+from findata.clock import as_utc
+from findata.settings import Settings
 from findata.webhooks.endpoints import WebhookEndpoints, WebhookRefused
 from findata.webhooks.sender import SendResult, post_signed
 from findata.webhooks.signing import SecretBox
@@ -29,9 +32,6 @@ from findata.webhooks.url_safety import (
     check_url,
 )
 from findata.webhooks.worker import DeliveryWorker, Sender
-
-from findata.clock import as_utc
-from findata.settings import Settings
 from tests.webhooks.receiver import Receiver, WebhookRig, make_rig
 
 if TYPE_CHECKING:  # imported at run time, pytest would try to collect the Test* class

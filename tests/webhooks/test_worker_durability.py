@@ -16,11 +16,11 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import sqlalchemy as sa
+
 from findata.webhooks.endpoints import LogEntry
 from findata.webhooks.schedule import LEASE
 from findata.webhooks.tables import webhook_attempts as A
 from findata.webhooks.tables import webhook_deliveries as D
-
 from tests.databases import disposing_cached_engine
 from tests.webhooks.receiver import LoopbackCertificates, Receiver, WebhookRig, make_rig
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 from alembic import context
-from findata.accounts.tables import metadata as accounts_metadata
-from findata.webhooks.tables import metadata as webhooks_metadata
 
+from findata.accounts.tables import metadata as accounts_metadata
 from findata.control_plane.schema import metadata as feed_metadata
+from findata.webhooks.tables import metadata as webhooks_metadata
 
 config = context.config
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import duckdb
 import httpx
-from findata.api.data_requests import UPGRADE_TEXT
 
+from findata.api.data_requests import UPGRADE_TEXT
 from tests.api.server import RunningApi
 
 Row = dict[str, Any]

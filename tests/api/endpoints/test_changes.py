@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-from findata.api.app import create_app
 
+from findata.api.app import create_app
 from findata.control_plane.database import engine_for
 from findata.control_plane.schema import change_records
 from findata.settings import Settings

@@ -10,9 +10,9 @@ import itertools
 from typing import Any
 
 import pytest
+
 from findata.api.resolution import SHARE_CLASS_WARNING
 from findata.contracts.endpoints import load_endpoint_contract
-
 from tests.api.endpoints.api_calls import (
     assert_ambiguous_candidates_are_objects,
     assert_bad_request,

@@ -15,9 +15,9 @@ from typing import Any
 
 import duckdb
 import pytest
+
 from findata.api.endpoints.holdings import require_coverage
 from findata.api.errors import ApiError
-
 from tests.api.endpoints.api_calls import (
     QUARTER_TEXT,
     assert_bad_request,

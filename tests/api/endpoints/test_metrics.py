@@ -10,8 +10,8 @@ import datetime as dt
 from typing import Any
 
 import pytest
-from findata.contracts.endpoints import load_endpoint_contract
 
+from findata.contracts.endpoints import load_endpoint_contract
 from tests.api.endpoints.api_calls import (
     assert_ambiguous_candidates_are_objects,
     assert_bad_request,

@@ -7,8 +7,8 @@ import datetime as dt
 
 import orjson
 import pytest
-from findata.api.paging import CursorState, request_fingerprint
 
+from findata.api.paging import CursorState, request_fingerprint
 from tests.api.endpoints.api_calls import (
     assert_bad_request,
     assert_entity_id_rules,

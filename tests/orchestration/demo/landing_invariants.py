@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+
 from findata.orchestration.demo.generate import DEFAULT_SEED, build_demo, generate_demo
 from findata.orchestration.demo.landing_csv import (
     write_corporate_actions,

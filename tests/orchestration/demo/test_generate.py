@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from conftest import Demo
+
 from findata.orchestration.demo.generate import DEFAULT_SEED, generate_demo, landing_is_empty
 from findata.orchestration.readers.form13f import DOLLARS_FROM
 

@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from findata.orchestration.demo.generate import DEFAULT_SEED
 
+from findata.orchestration.demo.generate import DEFAULT_SEED
 from tests.orchestration.demo.landing_invariants import check_default_demo_on, check_seed_and_day
 
 #: the day the defects of issue 12 were found on

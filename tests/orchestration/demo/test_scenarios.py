@@ -9,10 +9,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from conftest import Demo
+
 from findata.orchestration.demo.calendar import trading_sessions
 from findata.orchestration.demo.generate import DEFAULT_SEED, generate_demo
 from findata.orchestration.landing import read_source
-
 from tests.orchestration.demo.landing_invariants import roster_problems, scenario_problems
 
 DESIGN_KEYS = {

@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from lxml import etree
+
 from findata.orchestration.demo.documents import (
     Address,
     CompanyFacts,
@@ -45,7 +47,6 @@ from findata.orchestration.demo.sec_formats import (
     table_value_total,
 )
 from findata.orchestration.demo.sec_xml_writer import format_decimal
-from lxml import etree
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 FORM4 = FIXTURES / "form4"

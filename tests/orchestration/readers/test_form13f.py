@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from lxml import etree
+
 from findata.orchestration.readers.errors import MalformedFileError
 from findata.orchestration.readers.form13f import (
     INFORMATION_TABLE_COLUMNS,
@@ -19,7 +21,6 @@ from findata.orchestration.readers.form13f import (
     read_13f_information_table,
     read_13f_submission_text,
 )
-from lxml import etree
 
 F13 = Path(__file__).resolve().parents[2] / "fixtures" / "13f"
 BARD = F13 / "bard-financial-services_2021q3"

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+
 from findata.orchestration.readers.coerce import DATE_DTYPE
 from findata.orchestration.readers.errors import MalformedFileError
 from findata.orchestration.readers.form4 import (

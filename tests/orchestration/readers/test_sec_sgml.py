@@ -6,6 +6,7 @@ import datetime as dt
 from pathlib import Path
 
 import pytest
+
 from findata.orchestration.readers.errors import MalformedFileError
 from findata.orchestration.readers.sec_sgml import read_submission_text
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
+
 from findata.orchestration.readers.coerce import DATE_DTYPE
 from findata.orchestration.readers.errors import MalformedFileError
 from findata.orchestration.readers.sec_submissions import (
