@@ -8,9 +8,15 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException
+from starlette.responses import Response
+from starlette.routing import Route
+
 from findata.accounts.store import AccountStore
 from findata.api.auth import authenticate, read_key
 from findata.api.cache import response_cache
@@ -25,13 +31,11 @@ from findata.api.errors import (
 )
 from findata.api.front_door import API_PREFIX, FrontDoor
 from findata.api.generate import contract_router
+from findata.api.mcp.server import MCP_PATH, McpEndpoint
 from findata.api.paging import CursorCodec, cursor_secret
 from findata.api.published import PublishedData
 from findata.api.quotas import Quotas, Sleep
 from findata.api.routes import status, usage
-from starlette.exceptions import HTTPException
-from starlette.responses import Response
-
 from findata.clock import Clock, get_clock
 from findata.control_plane.database import engine_for
 from findata.settings import Settings, get_settings
@@ -45,7 +49,15 @@ def create_app(
     """The API on the control plane of ``settings`` (from the environment by default); tests
     pass a ``ManualClock`` and a ``sleep`` that records the slow-downs instead of waiting."""
     settings = settings or get_settings()
+    mcp: list[McpEndpoint] = []  # made below, once the parts it answers with exist
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        async with mcp[0].running():
+            yield
+
     app = FastAPI(
+        lifespan=lifespan,
         title="findata",
         version="1",
         summary="Financial data: prices, fundamentals, filings, index rosters, point in time.",
@@ -76,6 +88,10 @@ def create_app(
         control_plane=app.state.engine,
         client_latest_version=settings.client_latest_version,
     )
+
+    mcp.append(McpEndpoint(app.state.serving, app.state.accounts))
+    # a route of its own (a mount at /mcp would redirect POST /mcp to /mcp/)
+    app.router.routes.append(Route(MCP_PATH, endpoint=mcp[0], methods=["GET", "POST", "DELETE"]))
 
     app.add_exception_handler(ApiError, _api_error)
     app.add_exception_handler(RequestValidationError, _validation_error)

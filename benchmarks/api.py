@@ -7,8 +7,9 @@ Uses the home's published version (runs ``findata demo --no-serve`` first when t
 starts ``findata serve --workers N``, creates a Pro key, and for each request kind runs C
 concurrent clients for S seconds: requests per second and p50/p99 latency. Kinds: one ticker,
 one year of daily prices (about 250 rows); a 5,000-row page (several tickers, limit=5000); and
-``/v1/status`` as the floor of the stack (no key, no data file). Then the cost of the quota
-path: the one-ticker request again on a second server started with quotas off
+``/v1/status`` as the floor of the stack (no key, no data file); the one-ticker request again as
+an MCP ``get_prices`` tool call (one POST to ``/mcp``), beside its REST route. Then the cost of
+the quota path: the one-ticker request again on a second server started with quotas off
 (``FINDATA_QUOTAS_ENABLED=false``), same run, same machine.
 """
 
@@ -27,6 +28,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -55,9 +57,61 @@ def _free_port() -> int:
 Params = dict[str, Any] | Callable[[int], dict[str, Any]]
 
 
-def _measure(url: str, key: str, path: str, params: Params, clients: int, seconds: float) -> dict:
-    """C clients in threads, each with its own connection, for ``seconds``. ``params`` may be a
-    function of a request counter (to make every request a different one: cache misses)."""
+@dataclass(frozen=True)
+class Answer:
+    """What one request gave: its body when it succeeded (else the error's code), and whether
+    it came from the response cache."""
+
+    body: dict[str, Any] | None
+    error: str | None = None
+    cached: bool = False
+
+
+#: one request of a kind: a client and the request's number in, its answer out
+Send = Callable[[httpx.Client, int], Answer]
+
+
+def rest(path: str, params: Params) -> Send:
+    """A GET of ``path``. ``params`` may be a function of a request counter (to make every
+    request a different one: cache misses)."""
+
+    def send(client: httpx.Client, n: int) -> Answer:
+        response = client.get(path, params=params(n) if callable(params) else params)
+        if response.status_code != 200:
+            return Answer(None, f"{response.status_code} {response.json().get('code')}")
+        return Answer(response.json(), cached="Age" in response.headers)
+
+    return send
+
+
+def mcp_tool(name: str, arguments: Params) -> Send:
+    """A ``tools/call`` of the MCP server at ``/mcp`` (stateless: one POST, no session)."""
+
+    def send(client: httpx.Client, n: int) -> Answer:
+        call = {
+            "jsonrpc": "2.0",
+            "id": n,
+            "method": "tools/call",
+            "params": {
+                "name": name,
+                "arguments": arguments(n) if callable(arguments) else arguments,
+            },
+        }
+        response = client.post(
+            "/mcp", json=call, headers={"Accept": "application/json, text/event-stream"}
+        )
+        # the answer is one server-sent event: its data line is the JSON-RPC response
+        data = next(line for line in response.text.splitlines() if line.startswith("data:"))
+        result = json.loads(data[5:]).get("result") or {}
+        if result.get("isError") or "structuredContent" not in result:
+            return Answer(None, str(result.get("content") or data)[:80])
+        return Answer(result["structuredContent"])
+
+    return send
+
+
+def _measure(url: str, key: str, send: Send, clients: int, seconds: float) -> dict:
+    """C clients in threads, each with its own connection, for ``seconds``."""
     latencies: list[float] = []
     cached = [0]
     counter = itertools.count()
@@ -70,17 +124,16 @@ def _measure(url: str, key: str, path: str, params: Params, clients: int, second
         with httpx.Client(base_url=url, headers={"X-API-Key": key}, timeout=60) as client:
             while time.perf_counter() < deadline:
                 started = time.perf_counter()
-                sent = params(next(counter)) if callable(params) else params
-                response = client.get(path, params=sent)
+                answer = send(client, next(counter))
                 elapsed = time.perf_counter() - started
                 with lock:
-                    if response.status_code == 200:
+                    if answer.body is not None:
                         latencies.append(elapsed)
-                        cached[0] += "Age" in response.headers
-                        data = response.json().get("data")
+                        cached[0] += answer.cached
+                        data = answer.body.get("data")
                         rows[0] = len(data) if isinstance(data, list) else rows[0]
                     else:
-                        errors[f"{response.status_code} {response.json().get('code')}"] += 1
+                        errors[answer.error or "?"] += 1
 
     threads = [threading.Thread(target=run) for _ in range(clients)]
     started = time.perf_counter()
@@ -131,30 +184,34 @@ def main() -> None:
         year = {"start": year_ago, "end": as_of}
         # a limit above the answer's size (or the page maximum) changes nothing in the rows but
         # makes each request a different one: every such request misses the response cache
-        kinds: dict[str, tuple[str, Params]] = {
-            "status (no key, no data)": ("/v1/status", {}),
-            "prices 1 ticker x 1 year, cached": (f"/v1/prices/{plain}", year),
-            "prices 1 ticker x 1 year": (
-                f"/v1/prices/{plain}",
-                lambda n: {**year, "limit": 300 + n},
+        kinds: dict[str, Send] = {
+            "status (no key, no data)": rest("/v1/status", {}),
+            "prices 1 ticker x 1 year, cached": rest(f"/v1/prices/{plain}", year),
+            "prices 1 ticker x 1 year": rest(
+                f"/v1/prices/{plain}", lambda n: {**year, "limit": 300 + n}
             ),
-            "prices 5,000-row page": (f"/v1/prices/{many}", lambda n: {"limit": 5000 + n}),
+            # the same requests as MCP tool calls (get_prices), beside the REST route; limits of
+            # their own, so that none is answered from the REST kind's cache entries
+            "MCP get_prices 1 ticker x 1 year": mcp_tool(
+                "get_prices", lambda n: {"ticker": plain, **year, "limit": 1_000_000 + n}
+            ),
+            "prices 5,000-row page": rest(f"/v1/prices/{many}", lambda n: {"limit": 5000 + n}),
         }
         print(
             f"server: {args.workers} worker(s); {args.clients} clients; {args.seconds:.0f} s each"
         )
-        for name, (path, params) in kinds.items():
-            _measure(url, key, path, params, 1, 1.0)  # warm the version's connection
-            figures = _measure(url, key, path, params, args.clients, args.seconds)
+        for name, send in kinds.items():
+            _measure(url, key, send, 1, 1.0)  # warm the version's connection
+            figures = _measure(url, key, send, args.clients, args.seconds)
             print(f"{name:34s} {json.dumps(figures)}")
     finally:
         server.terminate()
         server.wait(timeout=30)
     url, server = _serve(home, args.workers, quotas=False)
     try:
-        path, params = kinds["prices 1 ticker x 1 year"]  # every request a cache miss
-        _measure(url, key, path, params, 1, 1.0)
-        figures = _measure(url, key, path, params, args.clients, args.seconds)
+        send = kinds["prices 1 ticker x 1 year"]  # every request a cache miss
+        _measure(url, key, send, 1, 1.0)
+        figures = _measure(url, key, send, args.clients, args.seconds)
         print(f"{'prices 1 ticker x 1 year, quotas off':34s} {json.dumps(figures)}")
     finally:
         server.terminate()

@@ -187,6 +187,25 @@ def ui(port: Annotated[int, typer.Option()] = 3000) -> None:
     raise typer.Exit(subprocess.call(command))
 
 
+@app.command()
+def mcp(
+    url: Annotated[str, typer.Option(help="The findata service, e.g. https://findata.example")],
+) -> None:
+    """The service's MCP tools over stdio, for MCP clients that launch a command; the key is
+    read from FINDATA_API_KEY."""
+    import os
+
+    import anyio
+
+    from findata.api.mcp.stdio_proxy import serve_stdio
+
+    key = os.environ.get("FINDATA_API_KEY", "")
+    if not key:
+        typer.echo("Set FINDATA_API_KEY to your API key.", err=True)
+        raise typer.Exit(2)
+    anyio.run(serve_stdio, url, key)
+
+
 def _accounts() -> AccountStore:
     from findata.accounts.store import AccountStore
     from findata.control_plane.database import engine_for

@@ -1,0 +1,149 @@
+"""The MCP server at ``/mcp`` (spec: "MCP server"): the official SDK's low-level ``Server`` over
+the streamable HTTP transport, stateless (each POST answered on its own, so any API worker can
+answer any call), with one tool per endpoint contract (``api/mcp/tools.py``).
+
+The key is read and checked before the SDK sees the request, by the REST API's own rules
+(``api/auth.py``): a refused key is an HTTP 200 with a JSON-RPC error, code -32000, whose message
+is the REST API's ``detail`` for that cause. A tool call runs ``answer_data_request``, the REST
+route's steps, so it is validated, gated, counted and paged exactly as the REST request.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio.to_thread
+import mcp_types as types
+from mcp.server.lowlevel import Server
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import Message, Receive, Scope, Send
+
+from findata.accounts.store import AccountStore, KeyOwner
+from findata.api.auth import authenticate, read_key
+from findata.api.data_requests import DataRequest, Serving, answer_data_request
+from findata.api.errors import ApiError
+from findata.api.mcp.tools import tool_contracts, tool_definition, tool_request
+from findata.api.responses import json_bytes
+
+MCP_PATH = "/mcp"
+#: JSON-RPC's code for a refused key (spec)
+KEY_REFUSED = -32000
+#: where the key check leaves the key's owner for the tool handler
+OWNER_STATE = "findata_owner"
+
+
+def mcp_server(serving: Serving) -> Server[Any]:
+    """The SDK server: tools listed and called from the endpoint contracts."""
+    contracts = tool_contracts()
+    tools = [tool_definition(contract) for contract in contracts.values()]
+
+    async def list_tools(_ctx: Any, _params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tools)
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        contract = contracts.get(params.name)
+        if contract is None:
+            return _error_result(ApiError("bad_request", f"Unknown tool: {params.name}"))
+        request: Request = ctx.request
+        asked = tool_request(contract, params.arguments or {})
+        data_request = DataRequest(
+            contract=contract,
+            path=asked.path,
+            url_path=asked.url_path,
+            path_values=asked.path_values,
+            sent=asked.sent,
+            owner=request.scope["state"][OWNER_STATE],
+            client_ip=request.client.host if request.client else "unknown",
+            user_agent=request.headers.get("user-agent"),
+        )
+        try:
+            answer = await anyio.to_thread.run_sync(answer_data_request, serving, data_request)
+        except ApiError as error:
+            return _error_result(error)
+        body = answer.body.decode()
+        return types.CallToolResult(
+            content=[types.TextContent(text=body)], structured_content=json.loads(body)
+        )
+
+    return Server("findata", on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+def _error_result(error: ApiError) -> types.CallToolResult:
+    """A failed call: the REST error body as text, ``isError`` true."""
+    return types.CallToolResult(
+        content=[types.TextContent(text=json_bytes(error.body()).decode())], is_error=True
+    )
+
+
+class McpEndpoint:
+    """The ASGI endpoint of ``/mcp``: the key check, then the SDK's streamable HTTP transport."""
+
+    def __init__(self, serving: Serving, accounts: AccountStore) -> None:
+        self._accounts = accounts
+        # keys guard every call, and the service answers on its public host names, so the SDK's
+        # DNS-rebinding guard for unauthenticated local servers is off
+        self.sessions = StreamableHTTPSessionManager(
+            app=mcp_server(serving),
+            stateless=True,
+            security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+        )
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """The transport's task group, for the app's lifespan."""
+        async with self.sessions.run():
+            yield
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        request = Request(scope, receive)
+        body = await request.body()
+        try:
+            reading = read_key(request.headers, request.query_params)
+            owner = await anyio.to_thread.run_sync(
+                authenticate, reading, self._accounts, "required"
+            )
+        except ApiError as refused:
+            await _key_refused(body, refused)(scope, receive, send)
+            return
+        scope.setdefault("state", {})[OWNER_STATE] = _owner(owner)
+        await self.sessions.handle_request(scope, _replay(body, receive), send)
+
+
+def _owner(owner: KeyOwner | None) -> KeyOwner:
+    assert owner is not None  # keys are required on /mcp
+    return owner
+
+
+def _key_refused(body: bytes, refused: ApiError) -> Response:
+    """HTTP 200 with a JSON-RPC error: code -32000, the REST detail as the message; ``id`` as
+    the request's, left out when it has none."""
+    answer: dict[str, Any] = {"jsonrpc": "2.0"}
+    try:
+        message = json.loads(body)
+    except ValueError:
+        message = None
+    if isinstance(message, dict) and "id" in message:
+        answer["id"] = message["id"]
+    answer["error"] = {"code": KEY_REFUSED, "message": refused.detail}
+    return Response(json_bytes(answer), media_type="application/json")
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """A ``receive`` that hands the already read body to the SDK, then waits on the client as
+    the original does (for its disconnect)."""
+    sent = False
+
+    async def replayed() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replayed

@@ -1,0 +1,164 @@
+"""MCP tools generated from ``contracts/endpoints/*.yaml``: one tool per data endpoint.
+
+A tool is named ``get_<contract name>`` (``get_prices``, ``get_index``...). Its arguments are the
+contract's path and query parameters, except the key (the MCP request carries it as the REST
+API reads it); the subject's ticker list is the argument ``ticker`` (the spec's name). Input
+schemas describe types, allowed values and ranges, but the tool call is validated by the same
+steps as the REST route, so a bad argument gets the REST 400 body, not a schema error.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import mcp_types as types
+
+from findata.contracts.endpoints import (
+    EndpointContract,
+    Parameter,
+    endpoint_names,
+    load_endpoint_contract,
+)
+
+#: the argument that carries the path's ticker list
+TICKER_ARGUMENT = "ticker"
+#: a calendar quarter's last day
+QUARTER_END = r"^\d{4}-(03-31|06-30|09-30|12-31)$"
+
+
+def tool_name(contract: EndpointContract) -> str:
+    """The tool of an endpoint: ``get_`` and the contract's name."""
+    return f"get_{contract.name}"
+
+
+def tool_contracts() -> dict[str, EndpointContract]:
+    """Every endpoint contract by its tool name."""
+    contracts = (load_endpoint_contract(name) for name in endpoint_names())
+    return {tool_name(contract): contract for contract in contracts}
+
+
+def _schema(contract: EndpointContract, parameter: Parameter) -> dict[str, Any]:
+    """The JSON Schema of one argument, from its contract parameter."""
+    schema: dict[str, Any] = {"description": parameter.description}
+    match parameter.type:
+        case "date":
+            schema |= {"type": "string", "format": "date"}
+            if parameter.min:
+                schema["formatMinimum"] = parameter.min.isoformat()
+            if parameter.max:
+                schema["formatMaximum"] = parameter.max.isoformat()
+        case "enum":
+            schema |= {"type": "string", "enum": parameter.values}
+        case "flag":
+            schema |= {"type": "boolean"}
+        case "limit":
+            schema |= {"type": "integer", "minimum": 1}
+            if contract.paging.max_limit:
+                schema["description"] += f" Default {contract.paging.default_limit}, "
+                schema["description"] += f"at most {contract.paging.max_limit}."
+        case "offset":
+            schema |= {"type": "integer", "minimum": 0}
+        case "positive_int":
+            schema |= {"type": "integer", "minimum": 1}
+        case "positive_ints":
+            schema |= {"type": "array", "items": {"type": "integer", "minimum": 1}}
+        case "fields":
+            schema |= {
+                "type": "array",
+                "items": {"type": "string", "enum": contract.fields.selectable},
+            }
+        case "quarter":
+            schema |= {
+                "type": "string",
+                "format": "date",
+                "pattern": r"^\d{4}-(03-31|06-30|09-30|12-31)$",
+            }
+        case _:
+            schema |= {"type": "string"}
+            if parameter.min_length:
+                schema["minLength"] = parameter.min_length
+    if parameter.default is not None:
+        schema["default"] = parameter.default
+    return schema
+
+
+def _path_argument(contract: EndpointContract, name: str) -> str:
+    """The argument of a path parameter (the subject's ticker list is ``ticker``)."""
+    if contract.subject and name == contract.subject.path_parameter:
+        return TICKER_ARGUMENT
+    return name
+
+
+def tool_definition(contract: EndpointContract) -> types.Tool:
+    """The MCP tool of ``contract``: its description and input schema."""
+    properties: dict[str, Any] = {}
+    in_every_path = set(re.findall(r"{(\w+)}", contract.paths[0]))
+    for path in contract.paths[1:]:
+        in_every_path &= set(re.findall(r"{(\w+)}", path))
+    for path in contract.paths:
+        for name in re.findall(r"{(\w+)}", path):
+            declared = contract.parameter(name)
+            argument = _path_argument(contract, name)
+            if argument == TICKER_ARGUMENT:
+                properties[argument] = {
+                    "type": "string",
+                    "description": "Tickers, comma separated (1 on Free, more on paid plans).",
+                }
+            elif declared is not None:
+                properties[argument] = _schema(contract, declared)
+            else:
+                properties[argument] = {"type": "string", "description": name}
+    for parameter in contract.all_parameters:
+        if parameter.in_path or parameter.type == "key":
+            continue
+        properties[parameter.name] = _schema(contract, parameter)
+    required = sorted(_path_argument(contract, name) for name in in_every_path)
+    description = (
+        f"{contract.summary}. {contract.description} Row order: {contract.order_description}"
+    )
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        schema["required"] = required
+    return types.Tool(name=tool_name(contract), description=description, input_schema=schema)
+
+
+@dataclass(frozen=True)
+class ToolRequest:
+    """What a tool call asks of the REST path: the contract path, its values and the query."""
+
+    path: str
+    url_path: str
+    path_values: dict[str, str]
+    sent: dict[str, str]
+
+
+def _as_query_value(value: Any) -> str:
+    """An argument as the REST API's query text (lists comma separated, booleans true/false)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list | tuple):
+        return ",".join(_as_query_value(item) for item in value)
+    if value is None:
+        return ""
+    return str(value)
+
+
+def tool_request(contract: EndpointContract, arguments: dict[str, Any]) -> ToolRequest:
+    """The REST request a tool call stands for: the first contract path whose path parameters
+    the arguments all give (the ticker path before the ``entity_id`` one), the rest as query
+    parameters (unknown names too: the REST steps warn about them)."""
+    given = {name: _as_query_value(value) for name, value in arguments.items()}
+    for path in contract.paths:
+        names = re.findall(r"{(\w+)}", path)
+        if all(given.get(_path_argument(contract, name)) for name in names):
+            break
+    else:
+        path = contract.paths[-1]
+        names = re.findall(r"{(\w+)}", path)
+    path_values = {name: given.pop(_path_argument(contract, name), "") for name in names}
+    url_path = path
+    for name, value in path_values.items():
+        url_path = url_path.replace(f"{{{name}}}", value)
+    return ToolRequest(path, url_path, path_values, given)

@@ -1,0 +1,302 @@
+"""The MCP server at /mcp over real HTTP (spec "MCP server"): the SDK's own client lists the
+tools generated from the endpoint contracts and calls each one, and every answer is the REST
+body of the same request; raw JSON-RPC POSTs for each refused key; a Free account's tool calls
+and REST requests share one quota."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import httpx2
+import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+
+from findata.contracts.endpoints import endpoint_names, load_endpoint_contract
+from tests.api.endpoints.api_calls import get
+from tests.api.server import RunningApi
+
+ToolCall = Callable[[ClientSession], Awaitable[Any]]
+
+
+def with_session(api: RunningApi, key: str, use: ToolCall) -> Any:
+    """Run ``use`` in an initialised SDK client session on the server's /mcp, with ``key``."""
+
+    async def run() -> Any:
+        async with (
+            httpx2.AsyncClient(headers={"X-API-Key": key}, timeout=30) as http,
+            streamable_http_client(f"{api.url}/mcp", http_client=http) as (read, write, *_),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            return await use(session)
+
+    return anyio.run(run)
+
+
+def call_tool(api: RunningApi, key: str, name: str, arguments: dict[str, Any]) -> Any:
+    """One tool call's result."""
+    return with_session(api, key, lambda session: session.call_tool(name, arguments))
+
+
+def test_the_tools_are_the_endpoint_contracts(api: RunningApi, pro_key: str) -> None:
+    listed = with_session(api, pro_key, lambda session: session.list_tools())
+    tools = {tool.name: tool for tool in listed.tools}
+    assert set(tools) == {f"get_{name}" for name in endpoint_names()}
+    for name in endpoint_names():
+        contract = load_endpoint_contract(name)
+        tool = tools[f"get_{name}"]
+        assert contract.summary in (tool.description or "")
+        properties = tool.input_schema["properties"]
+        for parameter in contract.all_parameters:
+            if parameter.type == "key":
+                assert parameter.name not in properties  # the key travels as on REST
+            elif not parameter.in_path:
+                assert properties[parameter.name]["description"].startswith(parameter.description)
+                if parameter.values:
+                    assert properties[parameter.name]["enum"] == parameter.values
+    assert "ticker" in tools["get_prices"].input_schema["properties"]
+    assert tools["get_index"].input_schema["required"] == ["index_name"]
+
+
+def _same_requests(scenarios: dict[str, Any]) -> list[tuple[str, dict[str, Any], str, dict]]:
+    """(tool, arguments, REST path, REST parameters) of one request on every endpoint."""
+    plain = scenarios["plain"]["ticker"]
+    as_of = scenarios["as_of"]
+    return [
+        ("get_prices", {"ticker": plain, "end": as_of, "limit": 5}, f"/v1/prices/{plain}",
+         {"end": as_of, "limit": 5}),
+        ("get_prices", {"entity_id": [scenarios["plain"]["entity_id"]], "limit": 3},
+         "/v1/prices", {"entity_id": scenarios["plain"]["entity_id"], "limit": 3}),
+        ("get_fundamentals", {"ticker": plain, "period": "annual"}, f"/v1/fundamentals/{plain}",
+         {"period": "annual"}),
+        ("get_metrics", {"ticker": plain, "fields": ["eps"]}, f"/v1/metrics/{plain}",
+         {"fields": "eps"}),
+        ("get_resolve", {"ticker": plain}, f"/v1/resolve/{plain}", {}),
+        ("get_search", {"q": plain}, "/v1/search", {"q": plain}),
+        ("get_insiders", {"ticker": scenarios["insiders"]["ticker"], "include_amendments": True},
+         f"/v1/insiders/{scenarios['insiders']['ticker']}", {"include_amendments": "true"}),
+        ("get_holdings", {"ticker": scenarios["holdings"]["ticker"], "limit": 10},
+         f"/v1/holdings/{scenarios['holdings']['ticker']}", {"limit": 10}),
+        ("get_managers", {"search": scenarios["managers"]["search"]}, "/v1/managers",
+         {"search": scenarios["managers"]["search"]}),
+        ("get_manager_holdings", {"manager_id": scenarios["managers"]["manager_id"]},
+         f"/v1/managers/{scenarios['managers']['manager_id']}/holdings", {}),
+        ("get_index", {"index_name": "sp500", "limit": 20}, "/v1/index/sp500", {"limit": 20}),
+        ("get_index_events", {"index_name": "sp500"}, "/v1/index/sp500/events", {}),
+        ("get_changes", {"since": scenarios["as_of"]}, "/v1/changes", {"since": as_of}),
+    ]  # fmt: skip
+
+
+def test_every_tool_answers_with_the_rest_body(
+    api: RunningApi, redistribution_key: str, scenarios: dict[str, Any]
+) -> None:
+    requests = _same_requests(scenarios)
+    assert {tool for tool, *_ in requests} == {f"get_{name}" for name in endpoint_names()}
+
+    async def calls(session: ClientSession) -> list[Any]:
+        return [await session.call_tool(tool, arguments) for tool, arguments, *_ in requests]
+
+    results = with_session(api, redistribution_key, calls)
+    for (tool, _arguments, path, params), result in zip(requests, results, strict=True):
+        rest = get(api, redistribution_key, path, **params)
+        assert rest.status_code == 200, (tool, rest.text)
+        assert not result.is_error, (tool, result.content)
+        assert result.structured_content == rest.json(), tool
+        assert result.content[0].text == rest.text, tool
+
+
+def test_a_cursor_pages_as_on_rest(
+    api: RunningApi, redistribution_key: str, scenarios: dict[str, Any]
+) -> None:
+    plain = scenarios["plain"]["ticker"]
+    first = call_tool(api, redistribution_key, "get_prices", {"ticker": plain, "limit": 2})
+    cursor = first.structured_content["meta"]["next_cursor"]
+    second = call_tool(
+        api, redistribution_key, "get_prices", {"ticker": plain, "limit": 2, "cursor": cursor}
+    )
+    rest = get(api, redistribution_key, f"/v1/prices/{plain}", limit=2, cursor=cursor)
+    assert second.structured_content == rest.json()
+    assert (
+        second.structured_content["data"][0]["date"] > first.structured_content["data"][-1]["date"]
+    )
+
+
+def test_a_refused_call_is_the_rest_error_body(
+    api: RunningApi, free_key: str, pro_key: str, scenarios: dict[str, Any]
+) -> None:
+    ambiguous = scenarios["ambiguous"]
+    cases = [
+        (free_key, "get_insiders", {"ticker": scenarios["insiders"]["ticker"]},
+         f"/v1/insiders/{scenarios['insiders']['ticker']}", {}),  # 402
+        (pro_key, "get_prices", {"ticker": scenarios["plain"]["ticker"], "start": "2024-02-30"},
+         f"/v1/prices/{scenarios['plain']['ticker']}", {"start": "2024-02-30"}),  # 400
+        (pro_key, "get_index", {"index_name": "nikkei"}, "/v1/index/nikkei", {}),  # 400
+        (pro_key, "get_resolve", {"ticker": "ZZZZZZ"}, "/v1/resolve/ZZZZZZ", {}),  # 404
+        (pro_key, "get_prices", {"ticker": ambiguous["ticker"], "end": ambiguous["date"]},
+         f"/v1/prices/{ambiguous['ticker']}", {"end": ambiguous["date"]}),  # 409
+    ]  # fmt: skip
+    for key, tool, arguments, path, params in cases:
+        result = call_tool(api, key, tool, arguments)
+        rest = get(api, key, path, **params)
+        assert rest.status_code >= 400, (tool, arguments)
+        assert result.is_error, (tool, arguments)
+        assert result.content[0].text == rest.text, (tool, arguments)
+
+
+def _rpc(api: RunningApi, body: dict[str, Any], headers: dict[str, str]) -> httpx.Response:
+    with api.client() as client:
+        return client.post(
+            "/mcp",
+            json=body,
+            headers={"Accept": "application/json, text/event-stream", **headers},
+        )
+
+
+LIST_TOOLS = {"jsonrpc": "2.0", "id": 7, "method": "tools/list"}
+
+
+def _rest_detail(api: RunningApi, headers: dict[str, str], scenarios: dict[str, Any]) -> str:
+    with api.client() as client:
+        refused = client.get(f"/v1/prices/{scenarios['plain']['ticker']}", headers=headers)
+    assert refused.status_code in (401, 403)
+    return refused.json()["detail"]
+
+
+def test_refused_keys_get_json_rpc_errors(api: RunningApi, scenarios: dict[str, Any]) -> None:
+    revoked = api.new_key("pro")
+    api.store.revoke_key(revoked.key)
+    disabled = api.new_key("pro")
+    api.store.set_state(disabled.account.id, "disabled")
+    refusals = {
+        "missing": {},
+        "incomplete": {"X-API-Key": "fdk_0123"},
+        "authorization_not_bearer": {"Authorization": "Token abc"},
+        "other_name": {"apikey": api.new_key("pro").key},
+        "unrecognised": {"X-API-Key": "fdk_" + "0" * 32},
+        "revoked": {"X-API-Key": revoked.key},
+        "disabled": {"X-API-Key": disabled.key},
+    }
+    for cause, headers in refusals.items():
+        answer = _rpc(api, LIST_TOOLS, headers)
+        assert answer.status_code == 200, cause
+        assert answer.json() == {
+            "jsonrpc": "2.0",
+            "id": 7,
+            "error": {"code": -32000, "message": _rest_detail(api, headers, scenarios)},
+        }, cause
+    without_id = _rpc(api, {"jsonrpc": "2.0", "method": "notifications/initialized"}, {})
+    assert without_id.status_code == 200
+    assert without_id.json() == {
+        "jsonrpc": "2.0",
+        "error": {"code": -32000, "message": _rest_detail(api, {}, scenarios)},
+    }
+    assert "X-API-Key" in without_id.json()["error"]["message"]  # where to pass the key
+
+
+def test_tool_calls_and_rest_requests_share_a_free_quota(
+    api: RunningApi, scenarios: dict[str, Any]
+) -> None:
+    key = api.new_key("free").key
+    plain = scenarios["plain"]["ticker"]
+    arguments = {"ticker": plain, "limit": 1}
+
+    async def twenty_calls(session: ClientSession) -> list[Any]:
+        return [await session.call_tool("get_prices", arguments) for _ in range(20)]
+
+    assert not any(result.is_error for result in with_session(api, key, twenty_calls))
+    for _ in range(20):
+        assert get(api, key, f"/v1/prices/{plain}", limit=1).status_code == 200
+    usage = get(api, key, "/v1/auth/usage").json()
+    assert usage["requests_today"] == 40
+    refused = call_tool(api, key, "get_prices", arguments)  # Free: 40 requests an hour
+    rest = get(api, key, f"/v1/prices/{plain}", limit=1)
+    assert rest.status_code == 429
+    assert refused.is_error and refused.content[0].text == rest.text
+    assert get(api, key, "/v1/auth/usage").json()["requests_today"] == 40
+
+
+@pytest.mark.parametrize("place", ["X-API-Key", "api_key", "Authorization"])
+def test_the_key_is_read_in_the_three_places(api: RunningApi, pro_key: str, place: str) -> None:
+    headers = {"X-API-Key": pro_key} if place == "X-API-Key" else {}
+    if place == "Authorization":
+        headers = {"Authorization": f"bearer {pro_key}"}
+    url = f"/mcp?api_key={pro_key}" if place == "api_key" else "/mcp"
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"},
+        },
+    }
+    with api.client() as client:
+        answer = client.post(
+            url, json=init, headers={"Accept": "application/json, text/event-stream", **headers}
+        )
+    assert answer.status_code == 200
+    assert '"serverInfo"' in answer.text and '"error"' not in answer.text
+
+
+def _over_stdio(api: RunningApi, key: str, use: ToolCall) -> Any:
+    """Run ``use`` in an SDK session with ``findata mcp --url <api>`` launched over stdio, as a
+    desktop client launches it."""
+    command = StdioServerParameters(
+        command=str(Path(sys.executable).parent / "findata"),
+        args=["mcp", "--url", api.url],
+        env={"FINDATA_API_KEY": key},
+    )
+
+    async def run() -> Any:
+        async with (
+            stdio_client(command) as (read, write, *_),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            return await use(session)
+
+    return anyio.run(run)
+
+
+def test_the_stdio_command_proxies_to_the_service(
+    api: RunningApi, pro_key: str, scenarios: dict[str, Any]
+) -> None:
+    plain = scenarios["plain"]["ticker"]
+
+    async def use(session: ClientSession) -> tuple[Any, Any, Any]:
+        listed = await session.list_tools()
+        prices = await session.call_tool("get_prices", {"ticker": plain, "limit": 3})
+        refused = await session.call_tool("get_index", {"index_name": "nikkei"})
+        return listed, prices, refused
+
+    listed, prices, refused = _over_stdio(api, pro_key, use)
+    assert {tool.name for tool in listed.tools} == {f"get_{name}" for name in endpoint_names()}
+    assert prices.structured_content == get(api, pro_key, f"/v1/prices/{plain}", limit=3).json()
+    assert refused.is_error
+    assert refused.content[0].text == get(api, pro_key, "/v1/index/nikkei").text
+
+
+def test_the_stdio_command_passes_on_a_refused_key(
+    api: RunningApi, scenarios: dict[str, Any]
+) -> None:
+    revoked = api.new_key("pro")
+    api.store.revoke_key(revoked.key)
+    headers = {"X-API-Key": revoked.key}
+
+    async def use(session: ClientSession) -> Any:
+        with pytest.raises(MCPError) as refused:
+            await session.list_tools()
+        return refused.value
+
+    error = _over_stdio(api, revoked.key, use)
+    assert error.error.code == -32000
+    assert error.error.message == _rest_detail(api, headers, scenarios)
