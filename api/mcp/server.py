@@ -2,10 +2,12 @@
 the streamable HTTP transport, stateless (each POST answered on its own, so any API worker can
 answer any call), with one tool per endpoint contract (``api/mcp/tools.py``).
 
-The key is read and checked before the SDK sees the request, by the REST API's own rules
-(``api/auth.py``): a refused key is an HTTP 200 with a JSON-RPC error, code -32000, whose message
-is the REST API's ``detail`` for that cause. A tool call runs ``answer_data_request``, the REST
-route's steps, so it is validated, gated, counted and paged exactly as the REST request.
+A client that accepts an event stream gets one; a client that accepts only JSON gets plain JSON
+(two SDK transports, one per answer form). The key is read and checked before the SDK sees the
+request, by the REST API's own rules (``api/auth.py``): a refused key is an HTTP 200 with a
+JSON-RPC error, code -32000, whose message is the REST API's ``detail`` for that cause. A tool
+call runs ``answer_data_request``, the REST route's steps, so it is validated, gated, counted and
+paged exactly as the REST request.
 """
 
 from __future__ import annotations
@@ -86,18 +88,22 @@ class McpEndpoint:
 
     def __init__(self, serving: Serving, accounts: AccountStore) -> None:
         self._accounts = accounts
+        server = mcp_server(serving)
         # keys guard every call, and the service answers on its public host names, so the SDK's
         # DNS-rebinding guard for unauthenticated local servers is off
-        self.sessions = StreamableHTTPSessionManager(
-            app=mcp_server(serving),
-            stateless=True,
-            security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+        security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+        # an answer as an event stream, or as plain JSON for a client that accepts only JSON
+        self.streamed, self.plain = (
+            StreamableHTTPSessionManager(
+                app=server, stateless=True, json_response=as_json, security_settings=security
+            )
+            for as_json in (False, True)
         )
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
-        """The transport's task group, for the app's lifespan."""
-        async with self.sessions.run():
+        """The transports' task groups, for the app's lifespan."""
+        async with self.streamed.run(), self.plain.run():
             yield
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -112,7 +118,10 @@ class McpEndpoint:
             await _key_refused(body, refused)(scope, receive, send)
             return
         scope.setdefault("state", {})[OWNER_STATE] = _owner(owner)
-        await self.sessions.handle_request(scope, _replay(body, receive), send)
+        accepted = request.headers.get("accept", "")
+        streams = "text/event-stream" in accepted or "*/*" in accepted or not accepted
+        sessions = self.streamed if streams else self.plain
+        await sessions.handle_request(scope, _replay(body, receive), send)
 
 
 def _owner(owner: KeyOwner | None) -> KeyOwner:

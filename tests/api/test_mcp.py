@@ -5,6 +5,7 @@ and REST requests share one quota."""
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -151,13 +152,64 @@ def test_a_refused_call_is_the_rest_error_body(
         assert result.content[0].text == rest.text, (tool, arguments)
 
 
-def _rpc(api: RunningApi, body: dict[str, Any], headers: dict[str, str]) -> httpx.Response:
+def _rpc(
+    api: RunningApi,
+    body: dict[str, Any],
+    headers: dict[str, str],
+    accept: str = "application/json, text/event-stream",
+) -> httpx.Response:
     with api.client() as client:
-        return client.post(
-            "/mcp",
-            json=body,
-            headers={"Accept": "application/json, text/event-stream", **headers},
-        )
+        return client.post("/mcp", json=body, headers={"Accept": accept, **headers})
+
+
+def _tool_call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": 3,
+        "method": "tools/call",
+        "params": {"name": name, "arguments": arguments},
+    }
+
+
+def test_raw_tool_calls_answer_as_the_client_accepts(
+    api: RunningApi, pro_key: str, scenarios: dict[str, Any]
+) -> None:
+    plain = scenarios["plain"]["ticker"]
+    call = _tool_call("get_prices", {"ticker": plain, "limit": 2})
+    rest = get(api, pro_key, f"/v1/prices/{plain}", limit=2)
+    as_json = _rpc(api, call, {"X-API-Key": pro_key}, accept="application/json")
+    assert as_json.headers["content-type"].startswith("application/json")
+    assert as_json.json()["result"]["structuredContent"] == rest.json()
+    streamed = _rpc(api, call, {"X-API-Key": pro_key})
+    assert streamed.headers["content-type"].startswith("text/event-stream")
+    (data,) = [line[5:] for line in streamed.text.splitlines() if line.startswith("data:")]
+    assert json.loads(data)["result"]["content"][0]["text"] == rest.text
+
+
+def test_raw_plan_gate_and_quota_refusals(api: RunningApi, scenarios: dict[str, Any]) -> None:
+    key = api.new_key("free").key
+    insiders = scenarios["insiders"]["ticker"]
+    gated = _rpc(
+        api,
+        _tool_call("get_insiders", {"ticker": insiders}),
+        {"X-API-Key": key},
+        "application/json",
+    ).json()["result"]
+    assert gated["isError"] is True
+    assert (
+        json.loads(gated["content"][0]["text"]) == get(api, key, f"/v1/insiders/{insiders}").json()
+    )
+    assert json.loads(gated["content"][0]["text"])["status"] == 402
+    plain = scenarios["plain"]["ticker"]
+    while get(api, key, f"/v1/prices/{plain}", limit=1).status_code == 200:
+        pass  # the Free hour's 40 requests used up
+    limited = _rpc(
+        api, _tool_call("get_prices", {"ticker": plain}), {"X-API-Key": key}, "application/json"
+    ).json()["result"]
+    assert limited["isError"] is True
+    refused = json.loads(limited["content"][0]["text"])
+    assert (refused["status"], refused["code"]) == (429, "burst_limit_reached")
+    assert refused == get(api, key, f"/v1/prices/{plain}", limit=1).json()
 
 
 LIST_TOOLS = {"jsonrpc": "2.0", "id": 7, "method": "tools/list"}
