@@ -21,7 +21,8 @@ import anyio.to_thread
 import mcp_types as types
 from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from mcp.server.transport_security import TransportSecuritySettings
+from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, TransportSecuritySettings
+from mcp_types import INVALID_REQUEST
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
@@ -108,7 +109,10 @@ class McpEndpoint:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)
-        body = await request.body()
+        body = await _read_body(request)
+        if body is None:
+            await _too_large()(scope, receive, send)
+            return
         try:
             reading = read_key(request.headers, request.query_params)
             owner = await anyio.to_thread.run_sync(
@@ -122,6 +126,28 @@ class McpEndpoint:
         streams = "text/event-stream" in accepted or "*/*" in accepted or not accepted
         sessions = self.streamed if streams else self.plain
         await sessions.handle_request(scope, _replay(body, receive), send)
+
+
+async def _read_body(request: Request) -> bytes | None:
+    """The request's body, or None past the SDK's own size limit (read before the SDK, so the
+    key check cannot be made to buffer more than the SDK would)."""
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > DEFAULT_MAX_REQUEST_BODY_SIZE:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _too_large() -> Response:
+    error = {"code": INVALID_REQUEST, "message": "Request body too large"}
+    return Response(
+        json_bytes({"jsonrpc": "2.0", "id": None, "error": error}),
+        status_code=413,
+        media_type="application/json",
+    )
 
 
 def _owner(owner: KeyOwner | None) -> KeyOwner:

@@ -352,3 +352,14 @@ def test_the_stdio_command_passes_on_a_refused_key(
     error = _over_stdio(api, revoked.key, use)
     assert error.error.code == -32000
     assert error.error.message == _rest_detail(api, headers, scenarios)
+
+
+def test_a_body_past_the_sdk_limit_is_refused(api: RunningApi, pro_key: str) -> None:
+    with api.client() as client:
+        answer = client.post(
+            "/mcp",
+            content=b"x" * (4 * 1024 * 1024 + 1),
+            headers={"X-API-Key": pro_key, "Content-Type": "application/json"},
+        )
+    assert answer.status_code == 413
+    assert answer.json()["error"] == {"code": -32600, "message": "Request body too large"}
