@@ -5,6 +5,7 @@ and REST requests share one quota."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import sys
 from collections.abc import Awaitable, Callable
@@ -20,6 +21,7 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
+from findata.accounts.usage import add_distinct
 from findata.contracts.endpoints import endpoint_names, load_endpoint_contract
 from tests.api.endpoints.api_calls import get
 from tests.api.server import RunningApi
@@ -363,3 +365,24 @@ def test_a_body_past_the_sdk_limit_is_refused(api: RunningApi, pro_key: str) -> 
         )
     assert answer.status_code == 413
     assert answer.json()["error"] == {"code": -32600, "message": "Request body too large"}
+
+
+def test_get_index_keeps_free_s_as_of_allowance_and_no_paid_plan_has_one(
+    api: RunningApi, scenarios: dict[str, Any]
+) -> None:
+    code = scenarios["index_events"]["index"]
+    days = [(dt.date(2024, 1, 1) + dt.timedelta(days=n)).isoformat() for n in range(55)]
+    free = api.new_key("free")
+    with api.store.engine.begin() as connection:  # the day's 51 dates already used
+        add_distinct(connection, free.account.id, api.clock.now().date(), "as_of", days[:51])
+    refused = call_tool(api, free.key, "get_index", {"index_name": code, "as_of": days[0]})
+    rest = get(api, free.key, f"/v1/index/{code}", as_of=days[0])
+    assert rest.status_code == 429 and rest.json()["code"] == "asof_limit_exceeded"
+    assert refused.is_error and refused.content[0].text == rest.text
+
+    async def many_dates(session: ClientSession) -> list[Any]:
+        arguments = [{"index_name": code, "as_of": day, "limit": 1} for day in days]
+        return [await session.call_tool("get_index", each) for each in arguments]
+
+    paid = api.new_key("pro").key
+    assert not any(result.is_error for result in with_session(api, paid, many_dates))
