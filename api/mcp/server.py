@@ -13,6 +13,7 @@ paged exactly as the REST request.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -22,7 +23,8 @@ import mcp_types as types
 from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, TransportSecuritySettings
-from mcp_types import INVALID_REQUEST
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS, INVALID_REQUEST
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
@@ -30,9 +32,11 @@ from starlette.types import Message, Receive, Scope, Send
 from findata.accounts.store import AccountStore, KeyOwner
 from findata.api.auth import authenticate, read_key
 from findata.api.data_requests import DataRequest, Serving, answer_data_request
-from findata.api.errors import ApiError
+from findata.api.errors import ApiError, InternalError
 from findata.api.mcp.tools import tool_contracts, tool_definition, tool_request
 from findata.api.responses import json_bytes
+
+log = logging.getLogger("findata.api")
 
 MCP_PATH = "/mcp"
 #: JSON-RPC's code for a refused key (spec)
@@ -51,8 +55,8 @@ def mcp_server(serving: Serving) -> Server[Any]:
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         contract = contracts.get(params.name)
-        if contract is None:
-            return _error_result(ApiError("bad_request", f"Unknown tool: {params.name}"))
+        if contract is None:  # the MCP specification's protocol error for an unknown tool
+            raise MCPError(code=INVALID_PARAMS, message=f"Unknown tool: {params.name}")
         request: Request = ctx.request
         asked = tool_request(contract, params.arguments or {})
         data_request = DataRequest(
@@ -69,6 +73,10 @@ def mcp_server(serving: Serving) -> Server[Any]:
             answer = await anyio.to_thread.run_sync(answer_data_request, serving, data_request)
         except ApiError as error:
             return _error_result(error)
+        except Exception:
+            # as on REST: the traceback to the log, the spec's 500 body to the client
+            log.exception("unhandled error in MCP tool %s", params.name)
+            return _error_result(InternalError())
         body = answer.body.decode()
         return types.CallToolResult(
             content=[types.TextContent(text=body)], structured_content=json.loads(body)

@@ -386,3 +386,9 @@ def test_get_index_keeps_free_s_as_of_allowance_and_no_paid_plan_has_one(
 
     paid = api.new_key("pro").key
     assert not any(result.is_error for result in with_session(api, paid, many_dates))
+
+
+def test_an_unknown_tool_is_a_protocol_error(api: RunningApi, pro_key: str) -> None:
+    answer = _rpc(api, _tool_call("get_quotes", {}), {"X-API-Key": pro_key}, "application/json")
+    assert answer.json()["error"]["code"] == -32602
+    assert answer.json()["error"]["message"] == "Unknown tool: get_quotes"
