@@ -43,21 +43,21 @@ from findata.settings import Settings, get_settings
 log = logging.getLogger("findata.api")
 
 
+@asynccontextmanager
+async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
+    """What runs while the app serves: the MCP transports' task groups."""
+    async with app.state.mcp.running():
+        yield
+
+
 def create_app(
     settings: Settings | None = None, clock: Clock | None = None, sleep: Sleep | None = None
 ) -> FastAPI:
     """The API on the control plane of ``settings`` (from the environment by default); tests
     pass a ``ManualClock`` and a ``sleep`` that records the slow-downs instead of waiting."""
     settings = settings or get_settings()
-    mcp: list[McpEndpoint] = []  # made below, once the parts it answers with exist
-
-    @asynccontextmanager
-    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
-        async with mcp[0].running():
-            yield
-
     app = FastAPI(
-        lifespan=lifespan,
+        lifespan=_lifespan,
         title="findata",
         version="1",
         summary="Financial data: prices, fundamentals, filings, index rosters, point in time.",
@@ -89,9 +89,11 @@ def create_app(
         client_latest_version=settings.client_latest_version,
     )
 
-    mcp.append(McpEndpoint(app.state.serving, app.state.accounts))
+    app.state.mcp = McpEndpoint(app.state.serving, app.state.accounts)
     # a route of its own (a mount at /mcp would redirect POST /mcp to /mcp/)
-    app.router.routes.append(Route(MCP_PATH, endpoint=mcp[0], methods=["GET", "POST", "DELETE"]))
+    app.router.routes.append(
+        Route(MCP_PATH, endpoint=app.state.mcp, methods=["GET", "POST", "DELETE"])
+    )
 
     app.add_exception_handler(ApiError, _api_error)
     app.add_exception_handler(RequestValidationError, _validation_error)

@@ -16,6 +16,7 @@ settled or given back here, as the spec counts it).
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -129,7 +130,13 @@ class DataResponse:
 
 def handler_for(contract: EndpointContract) -> Handler:
     """The endpoint's handler: ``handle`` of ``api/endpoints/<contract name>.py``."""
-    return importlib.import_module(f"findata.api.endpoints.{contract.name}").handle
+    return _handler(contract.name)
+
+
+@functools.cache
+def _handler(name: str) -> Handler:
+    # looked up once per endpoint, not on every request
+    return importlib.import_module(f"findata.api.endpoints.{name}").handle
 
 
 def answer_data_request(serving: Serving, request: DataRequest) -> DataResponse:

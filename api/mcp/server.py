@@ -12,7 +12,6 @@ paged exactly as the REST request.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -20,6 +19,7 @@ from typing import Any
 
 import anyio.to_thread
 import mcp_types as types
+import orjson
 from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, TransportSecuritySettings
@@ -77,9 +77,9 @@ def mcp_server(serving: Serving) -> Server[Any]:
             # as on REST: the traceback to the log, the spec's 500 body to the client
             log.exception("unhandled error in MCP tool %s", params.name)
             return _error_result(InternalError())
-        body = answer.body.decode()
         return types.CallToolResult(
-            content=[types.TextContent(text=body)], structured_content=json.loads(body)
+            content=[types.TextContent(text=answer.body.decode())],
+            structured_content=orjson.loads(answer.body),
         )
 
     return Server("findata", on_list_tools=list_tools, on_call_tool=call_tool)
@@ -168,7 +168,7 @@ def _key_refused(body: bytes, refused: ApiError) -> Response:
     the request's, left out when it has none."""
     answer: dict[str, Any] = {"jsonrpc": "2.0"}
     try:
-        message = json.loads(body)
+        message = orjson.loads(body)
     except ValueError:
         message = None
     if isinstance(message, dict) and "id" in message:
