@@ -35,7 +35,6 @@ from findata.api.mcp.server import MCP_PATH, McpEndpoint
 from findata.api.paging import CursorCodec, cursor_secret
 from findata.api.published import PublishedData
 from findata.api.quotas import Quotas, Sleep
-from findata.api.routes import status, usage
 from findata.clock import Clock, get_clock
 from findata.control_plane.database import engine_for
 from findata.settings import Settings, get_settings
@@ -100,8 +99,6 @@ def create_app(
     app.add_exception_handler(HTTPException, _http_exception)
     app.add_middleware(FrontDoor)
 
-    app.include_router(status.router)
-    app.include_router(usage.router)
     app.include_router(contract_router())
     return app
 

@@ -1,13 +1,17 @@
-"""What an endpoint handler gets (``EndpointCall``) and gives back (``EndpointAnswer``).
+"""What an endpoint handler gets and gives back: ``EndpointCall`` and ``EndpointAnswer`` for a
+data endpoint, ``ServiceCall`` and ``ServiceAnswer`` for a service endpoint (status, usage).
 
-Handlers live in ``api/endpoints/<contract name>.py`` as ``handle(call) -> EndpointAnswer``; the
-generated route (``api/generate.py``) does everything around them: keys, validation, plan gates,
-subjects, paging, the envelope and headers.
+Handlers live in ``api/endpoints/<contract name>.py`` as ``handle(call) -> answer``; the
+request path (``api/data_requests.py``, ``api/service_requests.py``) does everything around
+them: keys, validation, plan gates, subjects, paging, the envelope and headers.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import functools
+import importlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -95,6 +99,30 @@ class EndpointAnswer:
     warnings: list[str] = field(default_factory=list)
     cache_control: str = "public, max-age=86400"
     row_count: int | None = None  # rows for the quota when ``rows`` is not a list (resolve)
+
+
+@dataclass(frozen=True)
+class ServiceCall:
+    """A service endpoint's request: the key's owner (None where the key is never read)."""
+
+    contract: EndpointContract
+    owner: KeyOwner | None
+    control_plane: sa.Engine
+    now: dt.datetime
+
+
+@dataclass(frozen=True)
+class ServiceAnswer:
+    """A service endpoint's whole body and its ``Cache-Control``."""
+
+    body: dict[str, Any]
+    cache_control: str
+
+
+@functools.cache
+def endpoint_handle(name: str) -> Callable[[Any], Any]:
+    """``handle`` of ``api/endpoints/<name>.py`` (looked up once per endpoint, not per request)."""
+    return importlib.import_module(f"findata.api.endpoints.{name}").handle
 
 
 def fetch_page(

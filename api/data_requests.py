@@ -16,8 +16,6 @@ settled or given back here, as the spec counts it).
 
 from __future__ import annotations
 
-import functools
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -26,7 +24,7 @@ import sqlalchemy as sa
 
 from findata.accounts.store import KeyOwner
 from findata.api.cache import CachedAnswer, ResponseCache, cache_key
-from findata.api.calls import EndpointAnswer, EndpointCall, PageWindow
+from findata.api.calls import EndpointAnswer, EndpointCall, PageWindow, endpoint_handle
 from findata.api.client_notices import notice_headers
 from findata.api.envelopes import envelope
 from findata.api.errors import ApiError
@@ -130,13 +128,7 @@ class DataResponse:
 
 def handler_for(contract: EndpointContract) -> Handler:
     """The endpoint's handler: ``handle`` of ``api/endpoints/<contract name>.py``."""
-    return _handler(contract.name)
-
-
-@functools.cache
-def _handler(name: str) -> Handler:
-    # looked up once per endpoint, not on every request
-    return importlib.import_module(f"findata.api.endpoints.{name}").handle
+    return endpoint_handle(contract.name)
 
 
 def answer_data_request(serving: Serving, request: DataRequest) -> DataResponse:

@@ -1,7 +1,9 @@
 """Routes generated from ``contracts/endpoints/*.yaml``: one GET route per contract path.
 
-A generated route reads the key (a dependency), turns the HTTP request into a ``DataRequest`` and
-answers it with ``api/data_requests.py``, which runs the spec's steps in order. The route's
+A generated route reads the key (a dependency; never, on a service endpoint whose contract says
+so), turns the HTTP request into a ``DataRequest`` and answers it with
+``api/service_requests.py``: a data endpoint runs the spec's steps in order
+(``api/data_requests.py``), a service endpoint (status, usage) its handler alone. The route's
 signature lists every parameter with its description and allowed values, so ``/openapi.json``
 and ``/docs`` document the contract.
 """
@@ -17,13 +19,9 @@ from fastapi import APIRouter, Depends, Path, Query, Request
 from starlette.responses import Response
 
 from findata.accounts.store import KeyOwner
-from findata.api.data_requests import (
-    UPGRADE_TEXT,
-    DataRequest,
-    Serving,
-    answer_data_request,
-)
-from findata.api.deps import optional_key, require_key
+from findata.api.data_requests import UPGRADE_TEXT, DataRequest, Serving
+from findata.api.deps import no_key, optional_key, require_key
+from findata.api.service_requests import answer_request
 from findata.contracts.endpoints import (
     EndpointContract,
     Parameter,
@@ -53,10 +51,11 @@ def contract_router() -> APIRouter:
 
 def _route(contract: EndpointContract, path: str) -> Callable[..., Response]:
     path_names = re.findall(r"{(\w+)}", path)
-    key_dependency = require_key if contract.key == "required" else optional_key
+    key_dependency = {"required": require_key, "optional": optional_key, "never": no_key}
 
     def route(request: Request, owner: Any, **_documented: Any) -> Response:
-        request.state.data_endpoint = True  # errors from here on may carry client notices
+        # errors of a data endpoint from here on may carry client notices
+        request.state.data_endpoint = contract.kind == "data"
         serving: Serving = request.app.state.serving
         data_request = DataRequest.of(
             contract,
@@ -68,7 +67,7 @@ def _route(contract: EndpointContract, path: str) -> Callable[..., Response]:
             request.client.host if request.client else "unknown",
             request.headers.get("user-agent"),
         )
-        answer = answer_data_request(serving, data_request)
+        answer = answer_request(serving, data_request)
         return Response(answer.body, media_type="application/json", headers=answer.headers)
 
     parameters = [
@@ -76,7 +75,7 @@ def _route(contract: EndpointContract, path: str) -> Callable[..., Response]:
         inspect.Parameter(
             "owner",
             inspect.Parameter.POSITIONAL_OR_KEYWORD,
-            annotation=Annotated[KeyOwner | None, Depends(key_dependency)],
+            annotation=Annotated[KeyOwner | None, Depends(key_dependency[contract.key])],
         ),
     ]
     for name in path_names:
@@ -131,7 +130,9 @@ def _documented_query(contract: EndpointContract, parameter: Parameter) -> Any:
 
 
 def _description(contract: EndpointContract) -> str:
-    lines = [contract.description, "", f"Row order: {contract.order_description}"]
+    lines = [contract.description, ""]
+    if contract.order_description:
+        lines.append(f"Row order: {contract.order_description}")
     if contract.paging.kind != "none":
         lines.append(
             f"Paging: {contract.paging.kind}, limit {contract.paging.default_limit} by default, "

@@ -1,5 +1,10 @@
 """Endpoint contracts: ``contracts/endpoints/<name>.yaml``, one per endpoint of the spec.
 
+Two kinds: ``data`` endpoints read a published version and run the spec's data request rules
+(validation, plan gates, quotas, paging, the envelope); ``service`` endpoints (``/v1/status``,
+``/v1/auth/usage``) answer about the service or the account, are never counted and read no
+parameters but the key.
+
 A contract names the endpoint's paths, whether it needs a key and which plan capability, its
 parameters (type, allowed values, ranges, defaults and the exact 400 texts), the response fields
 (identity and selectable), the row order, and the paging kind with its default and maximum
@@ -112,12 +117,17 @@ class EndpointContract(_Strict):
     """One endpoint of the spec."""
 
     name: str
+    kind: Literal["data", "service"] = "data"
     summary: str
     description: str
     paths: list[str] = Field(min_length=1)
-    key: Literal["required", "optional"]
+    key: Literal["required", "optional", "never"] = Field(
+        description="never: the key is not read at all (the same answer with or without one)."
+    )
     capability: Capability | None = None
-    envelope: Literal["data_meta", "counted", "resolve"]
+    envelope: Literal["data_meta", "counted", "resolve", "body"] = Field(
+        description="body: the handler's object is the whole body (service endpoints)."
+    )
     dataset: str | None = Field(default=None, description="The published dataset it reads.")
     subject: Subject | None = None
     history_floor: str | None = Field(
@@ -125,8 +135,10 @@ class EndpointContract(_Strict):
     )
     parameters: list[Parameter] = Field(default_factory=list)
     fields: Fields
-    order: list[OrderTerm]
-    order_description: str = Field(description="The spec's words for the row order.")
+    order: list[OrderTerm] = Field(default_factory=list)
+    order_description: str | None = Field(
+        default=None, description="The spec's words for the row order (data endpoints)."
+    )
     paging: Paging
     variants: dict[str, str] = Field(
         default_factory=dict,
@@ -137,8 +149,9 @@ class EndpointContract(_Strict):
         default=False,
         description="Requests with `as_of` use the plan's distinct index as_of dates per day.",
     )
-    counts_per: Literal["subject", "request"] = Field(
-        default="subject", description="Quota: one request per ticker/entity_id, or one."
+    counts_per: Literal["subject", "request", "none"] = Field(
+        default="subject",
+        description="Quota: one request per ticker/entity_id, one, or none (service endpoints).",
     )
 
     @model_validator(mode="after")
@@ -149,6 +162,26 @@ class EndpointContract(_Strict):
         for parameter in self.parameters:
             if parameter.type == "enum" and not parameter.values:
                 raise ValueError(f"{self.name}.{parameter.name}: an enum needs values")
+        service = self.kind == "service"
+        if service != (self.envelope == "body") or service != (self.counts_per == "none"):
+            raise ValueError(
+                f"{self.name}: service endpoints, and only they, have envelope "
+                "body and counts_per none"
+            )
+        if service and (
+            self.parameters
+            or self.paging.kind != "none"
+            or self.dataset
+            or self.subject
+            or self.capability
+            or self.order
+        ):
+            raise ValueError(
+                f"{self.name}: a service endpoint reads no parameters, data, "
+                "subject or page and has no plan gate"
+            )
+        if not service and (self.key == "never" or not self.order_description):
+            raise ValueError(f"{self.name}: a data endpoint reads the key and has a row order")
         return self
 
     @property

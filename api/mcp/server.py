@@ -6,7 +6,7 @@ A client that accepts an event stream gets one; a client that accepts only JSON 
 (two SDK transports, one per answer form). The key is read and checked before the SDK sees the
 request, by the REST API's own rules (``api/auth.py``): a refused key is an HTTP 200 with a
 JSON-RPC error, code -32000, whose message is the REST API's ``detail`` for that cause. A tool
-call runs ``answer_data_request``, the REST route's steps, so it is validated, gated, counted and
+call runs ``answer_request``, the REST route's steps, so it is validated, gated, counted and
 paged exactly as the REST request.
 """
 
@@ -31,10 +31,11 @@ from starlette.types import Message, Receive, Scope, Send
 
 from findata.accounts.store import AccountStore, KeyOwner
 from findata.api.auth import authenticate, read_key
-from findata.api.data_requests import DataRequest, Serving, answer_data_request
+from findata.api.data_requests import DataRequest, Serving
 from findata.api.errors import ApiError, InternalError
 from findata.api.mcp.tools import tool_contracts, tool_definition, tool_request
 from findata.api.responses import json_bytes
+from findata.api.service_requests import answer_request
 
 log = logging.getLogger("findata.api")
 
@@ -70,7 +71,7 @@ def mcp_server(serving: Serving) -> Server[Any]:
             user_agent=request.headers.get("user-agent"),
         )
         try:
-            answer = await anyio.to_thread.run_sync(answer_data_request, serving, data_request)
+            answer = await anyio.to_thread.run_sync(answer_request, serving, data_request)
         except ApiError as error:
             return _error_result(error)
         except Exception:

@@ -1,4 +1,4 @@
-"""MCP tools generated from ``contracts/endpoints/*.yaml``: one tool per data endpoint.
+"""MCP tools generated from ``contracts/endpoints/*.yaml``: one tool per endpoint contract.
 
 A tool is named ``get_<contract name>`` (``get_prices``, ``get_index``...). Its arguments are the
 contract's path and query parameters, except the key (the MCP request carries it as the REST
@@ -115,9 +115,9 @@ def tool_definition(contract: EndpointContract) -> types.Tool:
             continue
         properties[parameter.name] = _schema(contract, parameter)
     required = sorted(_path_argument(contract, name) for name in in_every_path)
-    description = (
-        f"{contract.summary}. {contract.description} Row order: {contract.order_description}"
-    )
+    description = f"{contract.summary}. {contract.description}"
+    if contract.order_description:
+        description += f" Row order: {contract.order_description}"
     schema: dict[str, Any] = {"type": "object", "properties": properties}
     if required:
         schema["required"] = required

@@ -102,7 +102,8 @@ def test_every_tool_answers_with_the_rest_body(
     api: RunningApi, redistribution_key: str, scenarios: dict[str, Any]
 ) -> None:
     requests = _same_requests(scenarios)
-    assert {tool for tool, *_ in requests} == {f"get_{name}" for name in endpoint_names()}
+    covered = {tool for tool, *_ in requests} | SERVICE_TOOLS
+    assert covered == {f"get_{name}" for name in endpoint_names()}
 
     async def calls(session: ClientSession) -> list[Any]:
         return [await session.call_tool(tool, arguments) for tool, arguments, *_ in requests]
@@ -253,6 +254,33 @@ def test_refused_keys_get_json_rpc_errors(api: RunningApi, scenarios: dict[str, 
         "error": {"code": -32000, "message": _rest_detail(api, {}, scenarios)},
     }
     assert "X-API-Key" in without_id.json()["error"]["message"]  # where to pass the key
+
+
+#: service endpoints (tested on their own below: a usage answer moves with every request)
+SERVICE_TOOLS = {"get_status", "get_usage"}
+
+
+def test_the_service_tools_answer_with_the_rest_body(
+    api: RunningApi, scenarios: dict[str, Any]
+) -> None:
+    key = api.new_key("free").key
+    plain = scenarios["plain"]["ticker"]
+    assert get(api, key, f"/v1/prices/{plain}", limit=1).status_code == 200
+
+    async def service_calls(session: ClientSession) -> list[Any]:
+        return [await session.call_tool(tool, {}) for tool in sorted(SERVICE_TOOLS)]
+
+    status, usage = with_session(api, key, service_calls)
+    for tool, result, path in (("get_status", status, "/v1/status"),
+                               ("get_usage", usage, "/v1/auth/usage")):  # fmt: skip
+        rest = get(api, key, path)
+        assert rest.status_code == 200 and not result.is_error, (tool, result.content)
+        assert result.structured_content == rest.json(), tool
+        assert result.content[0].text == rest.text, tool
+    # reading usage or status costs nothing, on either front end
+    assert usage.structured_content["requests_today"] == 1
+    assert usage.structured_content["plan"] == "free"
+    assert status.structured_content["status"] == "ok"
 
 
 def test_tool_calls_and_rest_requests_share_a_free_quota(

@@ -1,1 +1,0 @@
-"""Routes of /v1/; each module one endpoint family."""
