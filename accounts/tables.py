@@ -1,4 +1,5 @@
-"""Accounts, API keys and usage counters (SQLAlchemy Core); migration 0002 creates them."""
+"""Accounts, API keys, usage counters (migrations 0002, 0003), and the dashboard's sign-in,
+invitation and billing records (migration 0005), as SQLAlchemy Core tables."""
 
 from __future__ import annotations
 
@@ -20,6 +21,14 @@ accounts = sa.Table(
     sa.Column("trial_plan", sa.String(32), nullable=True),
     sa.Column("trial_interval", sa.String(16), nullable=True),
     sa.Column("trial_ends_at", sa.DateTime(timezone=True), nullable=True),
+    # people on the dashboard (0005): argon2 hash (none until a password is set), the address
+    # verified, when the password last changed (older sessions and reset links stop working)
+    sa.Column("password_hash", sa.String(255), nullable=True),
+    sa.Column("email_verified_at", sa.DateTime(timezone=True), nullable=True),
+    sa.Column("password_changed_at", sa.DateTime(timezone=True), nullable=True),
+    # billing (0005): the interval a paid plan is billed at; a trial the user cancelled
+    sa.Column("billing_interval", sa.String(16), nullable=True),  # monthly | yearly
+    sa.Column("trial_cancelled_at", sa.DateTime(timezone=True), nullable=True),
 )
 
 #: API keys, never in clear: the SHA-256 finds a key, a short prefix tells keys apart
@@ -34,6 +43,8 @@ api_keys = sa.Table(
     sa.Column("prefix", sa.String(16), nullable=False),
     sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
     sa.Column("revoked_at", sa.DateTime(timezone=True), nullable=True),
+    # the key's last use, to the minute (written at most once a minute per key: 0005)
+    sa.Column("last_used_at", sa.DateTime(timezone=True), nullable=True),
 )
 
 #: request and row counts per subject (an account id) and UTC window (day or clock hour)
@@ -80,4 +91,60 @@ blocked_ips = sa.Table(
     metadata,
     sa.Column("ip", sa.String(64), primary_key=True),
     sa.Column("blocked_at", sa.DateTime(timezone=True), nullable=False),
+)
+
+#: sign-in attempts, per account e-mail and per IP address, for throttling (0005)
+sign_in_attempts = sa.Table(
+    "sign_in_attempts",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("subject", sa.String(400), nullable=False),  # email:<address> | ip:<address>
+    sa.Column("at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("succeeded", sa.Boolean, nullable=False),
+    sa.Index("ix_sign_in_attempts_subject_at", "subject", "at"),
+)
+
+#: invitation codes (spec: 30 days of Pro or Max free), found by the code's SHA-256 (0005)
+invitations = sa.Table(
+    "invitations",
+    metadata,
+    sa.Column("code_hash", sa.String(64), primary_key=True),
+    sa.Column("plan", sa.String(32), nullable=False),  # pro | max
+    sa.Column("redeem_by", sa.Date, nullable=False),  # the last day it may be redeemed (UTC)
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("redeemed_by", sa.String(32), nullable=True),  # the account
+    sa.Column("redeemed_at", sa.DateTime(timezone=True), nullable=True),
+)
+
+#: billing periods: one row per trial or paid period of a plan (0005)
+subscription_periods = sa.Table(
+    "subscription_periods",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("account_id", sa.String(32), nullable=False, index=True),
+    sa.Column("plan", sa.String(32), nullable=False),
+    sa.Column("interval", sa.String(16), nullable=False),  # monthly | yearly
+    sa.Column("kind", sa.String(16), nullable=False),  # trial | paid
+    sa.Column("starts_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("ends_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("invoice_id", sa.String(32), nullable=True),  # paid periods
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+)
+
+#: invoices: what was (or, with the built-in provider, would have been) charged (0005)
+invoices = sa.Table(
+    "invoices",
+    metadata,
+    sa.Column("id", sa.String(32), primary_key=True),  # inv_ + 16 hex
+    sa.Column("account_id", sa.String(32), nullable=False, index=True),
+    sa.Column("plan", sa.String(32), nullable=False),
+    sa.Column("interval", sa.String(16), nullable=False),
+    sa.Column("period_start", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("period_end", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("amount_cents", sa.Integer, nullable=False),
+    sa.Column("currency", sa.String(3), nullable=False),
+    sa.Column("provider", sa.String(32), nullable=False),
+    sa.Column("provider_reference", sa.String(128), nullable=True),
+    sa.Column("state", sa.String(16), nullable=False),  # recorded | paid | failed
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
 )

@@ -55,6 +55,11 @@ class Settings(BaseSettings):
         description="Fernet key that encrypts webhook signing secrets at rest; set the same value "
         "on every host (default: a random key kept under home).",
     )
+    mail_secrets_key: str | None = Field(
+        default=None,
+        description="Fernet key that encrypts queued e-mail carrying a secret link (verification, "
+        "password reset); set the same value on every host (default: a random key under home).",
+    )
     webhooks_poll_seconds: float = Field(
         default=5.0, gt=0, description="How often the delivery worker looks for due deliveries."
     )

@@ -49,7 +49,8 @@ events = sa.Table(
     sa.Column("created_at", sa.DateTime(timezone=True), nullable=False, index=True),
 )
 
-#: messages for an account's e-mail address, kept until a mailer sends them (none is built yet)
+#: messages for an account's e-mail address, kept until the mailer sends them (an outbox: a
+#: message is retried until sent; one that carries a secret link is stored encrypted)
 account_notices = sa.Table(
     "account_notices",
     metadata,
@@ -61,4 +62,9 @@ account_notices = sa.Table(
     sa.Column("body", sa.Text, nullable=False),
     sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
     sa.Column("sent_at", sa.DateTime(timezone=True), nullable=True),
+    # the mailer's retries (0005)
+    sa.Column("sensitive", sa.Boolean, nullable=False, server_default=sa.false()),
+    sa.Column("attempts", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("next_attempt_at", sa.DateTime(timezone=True), nullable=True),
+    sa.Column("last_error", sa.String(255), nullable=True),
 )
