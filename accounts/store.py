@@ -20,6 +20,8 @@ from findata.clock import Clock, as_utc
 from findata.contracts.plans import Plan, load_plans, plan
 
 EMAIL_PATTERN = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s.]+")
+#: a key's last use is kept to the minute
+KEY_USE_RESOLUTION = dt.timedelta(minutes=1)
 
 
 class AccountError(Exception):
@@ -69,6 +71,7 @@ class KeyOwner:
     prefix: str
     revoked_at: dt.datetime | None
     account: Account
+    last_used_at: dt.datetime | None = None
 
     @property
     def plan(self) -> Plan:
@@ -116,7 +119,7 @@ class AccountStore:
         if state not in ("enabled", "disabled"):
             raise AccountError(f"unknown account state {state!r}")
         with self.engine.begin() as connection:
-            _lock_account(connection, account_id)
+            lock_account(connection, account_id)
             connection.execute(
                 accounts.update()
                 .where(accounts.c.id == account_id)
@@ -127,16 +130,11 @@ class AccountStore:
     def set_plan(self, account_id: str, plan_code: str) -> tuple[Account, list[int]]:
         """Move an account to another plan. Active keys beyond the new plan's limit are revoked,
         oldest first (the newest keys keep working); returns the account and the revoked key ids."""
-        new_plan = _check_plan(plan_code)
+        _check_plan(plan_code)
         now = self.clock.now()
         with self.engine.begin() as connection:
-            _lock_account(connection, account_id)
-            connection.execute(
-                accounts.update().where(accounts.c.id == account_id).values(plan=plan_code)
-            )
-            active = _active_key_ids_newest_first(connection, account_id)
-            revoked = active[new_plan.active_keys :]
-            _revoke(connection, revoked, now)
+            lock_account(connection, account_id)
+            revoked = move_to_plan(connection, account_id, plan_code, now)
             return _account(connection, account_id=account_id), revoked
 
     # keys
@@ -147,7 +145,7 @@ class AccountStore:
         now = self.clock.now()
         key = new_key()
         with self.engine.begin() as connection:
-            _lock_account(connection, account_id)
+            lock_account(connection, account_id)
             account = _account(connection, account_id=account_id)
             account_plan = plan(account.plan)
             active = _active_key_ids_newest_first(connection, account_id)
@@ -178,7 +176,7 @@ class AccountStore:
         if owner.revoked_at is not None:
             return owner
         with self.engine.begin() as connection:
-            _lock_account(connection, owner.account.id)
+            lock_account(connection, owner.account.id)
             _revoke(connection, [owner.key_id], self.clock.now())
         found = self.find_key(key)
         assert found is not None
@@ -203,19 +201,55 @@ class AccountStore:
             row.account_id, row.email, row.plan, row.state, as_utc(row.account_created_at)
         )
         revoked_at = None if row.revoked_at is None else as_utc(row.revoked_at)
-        return KeyOwner(row.id, row.prefix, revoked_at, account)
+        last_used_at = None if row.last_used_at is None else as_utc(row.last_used_at)
+        return KeyOwner(row.id, row.prefix, revoked_at, account, last_used_at)
+
+    def note_key_use(self, owner: KeyOwner) -> None:
+        """Record that ``owner``'s key was used now, to the minute: at most one write a minute
+        per key, so a busy key costs the control plane almost nothing."""
+        now = self.clock.now()
+        if owner.last_used_at is not None and now - owner.last_used_at < KEY_USE_RESOLUTION:
+            return
+        with self.engine.begin() as connection:
+            connection.execute(
+                api_keys.update().where(api_keys.c.id == owner.key_id).values(last_used_at=now)
+            )
+
+    def revoke_key_id(self, account_id: str, key_id: int) -> None:
+        """Revoke the account's key ``key_id`` (the dashboard names keys by id, never by value);
+        a key of another account is not found."""
+        with self.engine.begin() as connection:
+            lock_account(connection, account_id)
+            found = connection.execute(
+                sa.select(api_keys.c.id).where(
+                    api_keys.c.id == key_id, api_keys.c.account_id == account_id
+                )
+            ).first()
+            if found is None:
+                raise KeyNotFound("no such key")
+            _revoke(connection, [key_id], self.clock.now())
 
     def list_keys(self, account_id: str) -> list[dict[str, object]]:
         """The account's keys (never their values), newest first."""
         query = (
             sa.select(
-                api_keys.c.id, api_keys.c.prefix, api_keys.c.created_at, api_keys.c.revoked_at
+                api_keys.c.id,
+                api_keys.c.prefix,
+                api_keys.c.created_at,
+                api_keys.c.revoked_at,
+                api_keys.c.last_used_at,
             )
             .where(api_keys.c.account_id == account_id)
             .order_by(api_keys.c.id.desc())
         )
         with self.engine.connect() as connection:
             return [dict(row._mapping) for row in connection.execute(query)]
+
+
+def normalised_email(email: str) -> str:
+    """``email`` as accounts store it (trimmed, lower-case); AccountError when it is not an
+    e-mail address."""
+    return _normalised_email(email)
 
 
 def _normalised_email(email: str) -> str:
@@ -232,7 +266,20 @@ def _check_plan(plan_code: str) -> Plan:
     return plans[plan_code]
 
 
-def _lock_account(connection: sa.Connection, account_id: str) -> None:
+def move_to_plan(
+    connection: sa.Connection, account_id: str, plan_code: str, now: dt.datetime
+) -> list[int]:
+    """In the caller's transaction (the account locked): move the account to ``plan_code``
+    and revoke active keys beyond the plan's limit, oldest first (the newest keep working);
+    returns the revoked key ids. The one key rule of every plan change (operator, billing,
+    invitation trials)."""
+    connection.execute(accounts.update().where(accounts.c.id == account_id).values(plan=plan_code))
+    revoked = _active_key_ids_newest_first(connection, account_id)[plan(plan_code).active_keys :]
+    _revoke(connection, revoked, now)
+    return revoked
+
+
+def lock_account(connection: sa.Connection, account_id: str) -> None:
     """Take the account's write lock for this transaction (a no-op update locks on both engines)."""
     touched = connection.execute(
         accounts.update().where(accounts.c.id == account_id).values(id=accounts.c.id)

@@ -14,6 +14,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
 from findata.accounts.tables import usage_counters, usage_distinct, usage_log
+from findata.clock import as_utc
 
 Window = Literal["day", "hour"]
 
@@ -222,3 +223,52 @@ def _counter(subject: str, window: Window, start: dt.datetime) -> sa.ColumnEleme
         usage_counters.c.window == window,
         usage_counters.c.window_start == start,
     )
+
+
+def calls_by_day(
+    connection: sa.Connection, subject: str, first: dt.date, last: dt.date
+) -> dict[dt.date, int]:
+    """API calls of ``subject`` per UTC day from ``first`` to ``last`` (one per call, whatever
+    its ticker count: the dashboard's chart), every day present."""
+    start = dt.datetime.combine(first, dt.time(), dt.UTC)
+    end = dt.datetime.combine(last + dt.timedelta(days=1), dt.time(), dt.UTC)
+    days = {first + dt.timedelta(days=n): 0 for n in range((last - first).days + 1)}
+    rows = connection.execute(
+        sa.select(usage_log.c.at).where(
+            usage_log.c.subject == subject, usage_log.c.at >= start, usage_log.c.at < end
+        )
+    )
+    for (at,) in rows:
+        day = as_utc(at).date()
+        if day in days:
+            days[day] += 1
+    return days
+
+
+@dataclass(frozen=True)
+class EndpointCalls:
+    """One endpoint's calls in a period: how many, how many failed, the rows served."""
+
+    endpoint: str
+    calls: int
+    errors: int
+    rows: int
+
+
+def calls_by_endpoint(
+    connection: sa.Connection, subject: str, since: dt.datetime
+) -> list[EndpointCalls]:
+    """API calls of ``subject`` since ``since`` per endpoint, most called first."""
+    failed = sa.case((usage_log.c.status >= 400, 1), else_=0)
+    rows = connection.execute(
+        sa.select(
+            usage_log.c.endpoint,
+            sa.func.count().label("calls"),
+            sa.func.sum(failed).label("errors"),
+            sa.func.sum(usage_log.c.rows).label("rows"),
+        )
+        .where(usage_log.c.subject == subject, usage_log.c.at >= since)
+        .group_by(usage_log.c.endpoint)
+        .order_by(sa.func.count().desc(), usage_log.c.endpoint)
+    )
+    return [EndpointCalls(r.endpoint, r.calls, int(r.errors or 0), int(r.rows or 0)) for r in rows]

@@ -21,6 +21,7 @@ from findata.accounts.store import AccountStore
 from findata.api.auth import authenticate, read_key
 from findata.api.cache import response_cache
 from findata.api.client_notices import NOTICED_ERRORS, notice_headers
+from findata.api.dashboard.mount import mount_dashboard
 from findata.api.data_requests import Serving
 from findata.api.errors import (
     ApiError,
@@ -100,6 +101,7 @@ def create_app(
     app.add_middleware(FrontDoor)
 
     app.include_router(contract_router())
+    mount_dashboard(app, settings, app.state.clock, app.state.accounts)
     return app
 
 

@@ -82,4 +82,5 @@ def authenticate(reading: KeyReading, store: AccountStore, mode: KeyMode) -> Key
         raise Unauthorized("revoked", revoked_on=owner.revoked_at.date().isoformat())
     if not owner.account.enabled:
         raise AccountDisabled()
+    store.note_key_use(owner)
     return owner

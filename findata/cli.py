@@ -21,6 +21,7 @@ from findata.clock import get_clock, utc_today
 from findata.settings import get_settings
 
 if TYPE_CHECKING:
+    from findata.accounts.jobs import AccountJobs
     from findata.accounts.store import Account, AccountStore
     from findata.webhooks.endpoints import WebhookEndpoints
     from findata.webhooks.worker import DeliveryWorker
@@ -81,9 +82,25 @@ def demo(
         )
     else:
         typer.echo(f"demo: landing {settings.landing_dir} is not empty; using what is there")
-    _refresh()
+    _print_demo_sign_in(port)
+    _refresh()  # its last line is the version (scripts read it)
     if not no_serve:
         _serve("127.0.0.1", port, 1, webhooks=True)
+
+
+def _print_demo_sign_in(port: int) -> None:
+    """The demo account's sign-in for the dashboard (a new password on every run)."""
+    from findata.accounts.demo_sign_in import ready_demo_sign_in
+    from findata.accounts.logins import Logins
+    from findata.api.dashboard.services import dashboard_secret
+
+    store = _accounts()
+    logins = Logins(store.engine, store.clock, dashboard_secret(get_settings()))
+    email, password = ready_demo_sign_in(store, logins)
+    typer.echo(
+        f"dashboard: http://127.0.0.1:{port}/dashboard (once served): sign in as {email} "
+        f"with password {password} (a Max account; a new password on every demo run)"
+    )
 
 
 @landing_app.command("check")
@@ -153,6 +170,14 @@ def _serve(host: str, port: int, workers: int, webhooks: bool) -> None:
 
     settings = get_settings()
     upgrade(settings.control_plane_url)  # once here, not racing in every worker
+    # e-mail, invitation trials and renewals beside the API (safe beside other hosts' runs)
+    jobs = _account_jobs()
+    threading.Thread(
+        target=jobs.run,
+        args=(threading.Event(), settings.webhooks_poll_seconds),
+        name="account-jobs",
+        daemon=True,
+    ).start()
     if webhooks:
         # one delivery worker beside the API in this process (others may run elsewhere)
         stop = threading.Event()
@@ -531,3 +556,64 @@ def _delivery_worker() -> DeliveryWorker:
     return DeliveryWorker.from_settings(
         settings, engine_for(settings.control_plane_url), get_clock(), _accounts()
     )
+
+
+# invitations and billing (accounts/invitations.py, accounts/billing.py)
+
+invitations_app = typer.Typer(
+    help="Invitation codes: a free month of Pro or Max.", no_args_is_help=True
+)
+billing_app = typer.Typer(help="Billing of paid plans and invitation trials.", no_args_is_help=True)
+app.add_typer(invitations_app, name="invitations")
+mail_app = typer.Typer(help="E-mail to account holders (the outbox).", no_args_is_help=True)
+app.add_typer(billing_app, name="billing")
+app.add_typer(mail_app, name="mail")
+
+
+@invitations_app.command("create")
+def invitations_create(
+    plan: Annotated[str, typer.Option(help="pro or max")],
+    redeem_by: Annotated[
+        str, typer.Option(help="The last day (UTC) a code can be redeemed, YYYY-MM-DD.")
+    ],
+    count: Annotated[int, typer.Option(help="How many codes.")] = 1,
+) -> None:
+    """Create invitation codes for 30 days of Pro or Max; prints JSON with the codes (shown
+    once: only their hashes are kept)."""
+    import datetime as dt
+
+    from findata.accounts.invitations import InvitationRefused, create_invitations
+
+    with _refusals():
+        try:
+            last_day = dt.date.fromisoformat(redeem_by)
+        except ValueError as error:
+            raise InvitationRefused(
+                "redeem_by", f"--redeem-by must be a date as YYYY-MM-DD, not {redeem_by!r}"
+            ) from error
+        codes = create_invitations(_accounts().engine, get_clock(), plan, last_day, count)
+    _print_json({"plan": plan, "redeem_by": last_day.isoformat(), "codes": codes})
+
+
+@billing_app.command("run")
+def billing_run() -> None:
+    """Run the billing job once: trials ending soon (e-mail) and ended (billing starts, or
+    back to Free when cancelled), then renewals of ended paid periods; prints JSON counts.
+    Running it again at once changes nothing. (`findata serve` runs it every 5 minutes.)"""
+    _print_json(_account_jobs().run_billing())
+
+
+@mail_app.command("send")
+def mail_send() -> None:
+    """Send the e-mail that is due now (SMTP at FINDATA_SMTP_URL, else .eml files under
+    $FINDATA_HOME/mail); prints JSON with how many went out. (`findata serve` sends as it
+    runs.)"""
+    _print_json({"sent": _account_jobs().mailer.send_due()})
+
+
+def _account_jobs() -> AccountJobs:
+    from findata.accounts.jobs import AccountJobs
+    from findata.control_plane.database import engine_for
+
+    settings = get_settings()
+    return AccountJobs.from_settings(settings, engine_for(settings.control_plane_url), get_clock())

@@ -55,10 +55,26 @@ class Settings(BaseSettings):
         description="Fernet key that encrypts webhook signing secrets at rest; set the same value "
         "on every host (default: a random key kept under home).",
     )
+    dashboard_secret: str | None = Field(
+        default=None,
+        description="Signs dashboard sessions and e-mail links; set the same value on every host "
+        "(default: a random secret kept under home).",
+    )
     mail_secrets_key: str | None = Field(
         default=None,
         description="Fernet key that encrypts queued e-mail carrying a secret link (verification, "
         "password reset); set the same value on every host (default: a random key under home).",
+    )
+    smtp_url: str | None = Field(
+        default=None,
+        description="Where e-mail is sent: smtp://user:password@host:port (STARTTLS when the "
+        "server offers it; user and password URL-encoded), smtps://… (TLS from the start), "
+        "smtp://host:port (no login); default: each message is written as an .eml file under "
+        "home/mail.",
+    )
+    mail_from: str = Field(
+        default="findata <no-reply@localhost>",
+        description="The From of e-mail to account holders.",
     )
     webhooks_poll_seconds: float = Field(
         default=5.0, gt=0, description="How often the delivery worker looks for due deliveries."

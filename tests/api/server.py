@@ -58,16 +58,18 @@ class RunningApi:
         return self.store.create_key(account.id)
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A loopback port no one listens on now."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
 
 
 @contextmanager
-def serve(app: FastAPI, clock: ManualClock) -> Iterator[RunningApi]:
-    """Run ``app`` under a real uvicorn server on a free loopback port until the block ends."""
-    port = _free_port()
+def serve(app: FastAPI, clock: ManualClock, port: int | None = None) -> Iterator[RunningApi]:
+    """Run ``app`` under a real uvicorn server on loopback (``port``, or a free one) until the
+    block ends."""
+    port = port or free_port()
     server = uvicorn.Server(
         uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
     )
@@ -109,7 +111,7 @@ def findata_serve(
     """``findata serve --workers N [options]`` as a user runs it, on a free port, until the block
     ends; yields its URL, then (for the caller's checks, after it stopped) what it printed."""
     findata = Path(sys.executable).parent / "findata"
-    port = _free_port()
+    port = free_port()
     process = subprocess.Popen(
         [str(findata), "serve", "--port", str(port), "--workers", str(workers), *options],
         env=env,

@@ -1,0 +1,78 @@
+"""What the dashboard's pages use, built once per app: accounts and sign-in, billing, webhook
+endpoints, the mail outbox and its sender, session cookies and the page templates."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import sqlalchemy as sa
+from fastapi.templating import Jinja2Templates
+
+from findata.accounts.billing import Billing, RecordingProvider
+from findata.accounts.logins import Logins
+from findata.accounts.mailer import Mailer
+from findata.accounts.notices import NoticeBox
+from findata.accounts.store import AccountStore
+from findata.api.dashboard.sessions import SessionCookies
+from findata.clock import Clock
+from findata.local_secrets import local_secret
+from findata.settings import Settings
+from findata.webhooks.endpoints import WebhookEndpoints
+from findata.webhooks.signing import SecretBox
+from findata.webhooks.url_safety import UrlPolicy
+
+TEMPLATES = Path(__file__).parent / "templates"
+STATIC = Path(__file__).parent / "static"
+
+
+@dataclass(frozen=True)
+class DashboardServices:
+    """The dashboard's parts (``app.state.dashboard``)."""
+
+    settings: Settings
+    engine: sa.Engine
+    clock: Clock
+    accounts: AccountStore
+    logins: Logins
+    billing: Billing
+    webhooks: WebhookEndpoints
+    notice_box: NoticeBox
+    mailer: Mailer
+    cookies: SessionCookies
+    templates: Jinja2Templates
+
+
+def dashboard_secret(settings: Settings) -> bytes:
+    """Signs sessions and e-mail links: the configured secret (the same on every host), else
+    this host's own."""
+    if settings.dashboard_secret:
+        return settings.dashboard_secret.encode()
+    return local_secret(settings.home_dir, "dashboard.key")
+
+
+def build_services(
+    settings: Settings, engine: sa.Engine, clock: Clock, accounts: AccountStore
+) -> DashboardServices:
+    """The dashboard's parts on the app's control plane and clock."""
+    secret = dashboard_secret(settings)
+    templates = Jinja2Templates(directory=TEMPLATES)
+    return DashboardServices(
+        settings=settings,
+        engine=engine,
+        clock=clock,
+        accounts=accounts,
+        logins=Logins(engine, clock, secret),
+        billing=Billing(engine, clock, accounts, RecordingProvider()),
+        webhooks=WebhookEndpoints(
+            engine,
+            clock,
+            accounts,
+            SecretBox.from_settings(settings),
+            UrlPolicy.from_settings(settings),
+        ),
+        notice_box=NoticeBox.from_settings(settings),
+        mailer=Mailer.from_settings(settings, engine, clock),
+        cookies=SessionCookies(secret),
+        templates=templates,
+    )

@@ -1,0 +1,271 @@
+"""The dashboard in a real browser (Debian's chromium driven by Playwright) against a real
+server: sign up, confirm the address by the e-mail's link, create a key, call the API with it,
+see the call on the usage page, regenerate and see the old key refused with its revocation date;
+a Max account's webhook endpoint: add, test, Delivered, rotate, resend; invitation trials billed
+or, cancelled, back to Free when the clock passes 30 days; each refusal shown on the page.
+Every page is saved as a screenshot at desktop and phone width (test-artifacts/, not kept in
+git)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from findata.accounts.invitations import create_invitations
+from findata.accounts.jobs import AccountJobs
+from tests.api.dashboard.conftest import SCREENSHOTS, delivery_worker, link_in, mail_to
+from tests.api.dashboard.people import PASSWORD
+from tests.api.server import RunningApi
+from tests.webhooks.receiver import Receiver
+
+DESKTOP = {"width": 1280, "height": 860}
+PHONE = {"width": 390, "height": 844}
+
+
+class Visit:
+    """One person's browser tab on the dashboard."""
+
+    def __init__(self, browser: Any, running: RunningApi) -> None:
+        self.running = running
+        self.context = browser.new_context(base_url=running.url, viewport=DESKTOP)
+        self.page = self.context.new_page()
+        self.email = f"{uuid.uuid4().hex[:12]}@example.com"
+
+    def go(self, path: str) -> Any:
+        self.page.goto(path)
+        return self.page
+
+    def text(self) -> str:
+        return self.page.inner_text("main")
+
+    def shoot(self, name: str) -> None:
+        """The page as it is now, at desktop and phone width."""
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        for label, size in (("desktop", DESKTOP), ("phone", PHONE)):
+            self.page.set_viewport_size(size)
+            self.page.screenshot(path=str(SCREENSHOTS / f"{name}-{label}.png"), full_page=True)
+        self.page.set_viewport_size(DESKTOP)
+
+    def sign_up(self) -> None:
+        """Sign up through the form and confirm the address by the e-mail's link."""
+        self.go("/")
+        assert self.page.url.endswith("/dashboard/sign-in")
+        self.page.click("text=Create an account")
+        self.page.fill("input[name=email]", self.email)
+        self.page.fill("input[name=password]", PASSWORD)
+        self.page.click("button:has-text('Sign up')")
+        assert "Confirm your e-mail address" in self.page.inner_text("body")
+        link = link_in(mail_to(self.running, self.email, "Confirm your e-mail"))
+        assert link.startswith(self.running.url + "/dashboard/verify?token=")
+        self.page.goto(link)
+        assert "E-mail confirmed" in self.text()
+
+    def sign_in(self) -> None:
+        """Sign in through the form (a session lasts 14 days)."""
+        self.go("/dashboard/sign-in")
+        self.page.fill("input[name=email]", self.email)
+        self.page.fill("input[name=password]", PASSWORD)
+        self.page.click("button:has-text('Sign in')")
+        assert "/dashboard/keys" in self.page.url, self.text()
+
+    def new_key(self, button: str) -> str:
+        """Press the keys page's Create or Regenerate button; the key it shows once."""
+        self.go("/dashboard/keys")
+        self.page.click(f"button:has-text('{button}')")
+        return self.page.inner_text("#new-key").strip()
+
+    def close(self) -> None:
+        self.context.close()
+
+
+@pytest.fixture
+def visit(browser: Any, dashboard: RunningApi) -> Iterator[Visit]:
+    opened = Visit(browser, dashboard)
+    yield opened
+    opened.close()
+
+
+def _prices(running: RunningApi, key: str, ticker: str) -> httpx.Response:
+    with running.client() as client:
+        return client.get(f"/v1/prices/{ticker}", params={"limit": 5}, headers={"X-API-Key": key})
+
+
+def test_sign_up_key_call_usage_regenerate(
+    visit: Visit, dashboard: RunningApi, scenarios: dict[str, Any]
+) -> None:
+    visit.go("/dashboard/sign-up")
+    visit.shoot("sign-up")
+    visit.sign_up()
+    first = visit.new_key("Create key")
+    assert re.fullmatch(r"[a-z0-9]{3}_[0-9a-f]{32}", first), first
+    assert visit.page.is_visible("button.copy")
+    visit.shoot("keys-new-key")
+    ticker = scenarios["plain"]["ticker"]
+    assert _prices(dashboard, first, ticker).status_code == 200
+
+    visit.go("/dashboard/usage")
+    today_bar = visit.page.locator("svg text.value").last.text_content()
+    assert today_bar == "1"  # the chart counts one per API call
+    table = visit.page.inner_text("#endpoint-table")
+    assert re.search(r"prices\s+1\s+0\s+5", table), table
+    assert "Requests today" in visit.text() and "of 100" in visit.text()
+    visit.shoot("usage")
+
+    visit.go("/dashboard/keys")
+    assert first not in visit.page.content()  # shown once only
+    second = visit.new_key("Regenerate key")
+    assert second != first and "The previous key is revoked." in visit.text()
+    refused = _prices(dashboard, first, ticker)
+    today = dashboard.clock.now().date().isoformat()
+    assert refused.status_code == 401 and today in refused.json()["detail"], refused.text
+    assert _prices(dashboard, second, ticker).status_code == 200
+    visit.go("/dashboard/keys")
+    assert f"Revoked {today}" in visit.text()
+    visit.shoot("keys")
+    for path, name in (("/dashboard/account", "account"), ("/dashboard/billing", "billing")):
+        visit.go(path)
+        visit.shoot(name)
+
+
+def test_free_sees_what_webhooks_would_give_and_cannot_add_one(visit: Visit) -> None:
+    visit.sign_up()
+    visit.go("/dashboard/webhooks")
+    assert "Webhooks need the Max plan or higher" in visit.text()
+    assert visit.page.locator("input[name=url]").count() == 0
+    visit.shoot("webhooks-free")
+
+
+def test_a_max_account_adds_tests_rotates_and_resends_a_webhook(
+    visit: Visit, dashboard: RunningApi, receiver: Receiver
+) -> None:
+    visit.sign_up()
+    visit.go("/dashboard/billing")
+    plan_card = visit.page.locator(".plan", has_text="Max").first
+    plan_card.locator("select[name=interval]").select_option("monthly")
+    plan_card.locator("button:has-text('Switch to Max')").click()
+    assert "You are on Max now." in visit.text()
+    assert "99.00 USD" in visit.page.inner_text("#invoices")
+
+    path = f"/hooks/{uuid.uuid4().hex}"
+    visit.go("/dashboard/webhooks")
+    visit.page.fill("input[name=url]", receiver.url(path))
+    visit.page.click("button:has-text('Add endpoint')")
+    secret = visit.page.inner_text("#new-secret").strip()
+    assert secret.startswith("whsec_")
+    visit.shoot("webhook-added")
+
+    visit.page.click("button:has-text('Send test')")
+    assert "webhook.test" in visit.page.inner_text("#delivery-log")
+    assert delivery_worker(dashboard).run_once().outcomes == {"delivered": 1}
+    visit.page.reload()
+    assert "Delivered" in visit.page.inner_text("#delivery-log")
+
+    visit.page.click("button:has-text('Rotate secret')")
+    rotated = visit.page.inner_text("#new-secret").strip()
+    assert rotated.startswith("whsec_") and rotated != secret
+    assert "keeps signing beside it for 24 hours" in visit.text()
+
+    receiver.answer(path, 500)  # the next test fails once: then Resend
+    visit.page.click("button:has-text('Send test')")
+    assert delivery_worker(dashboard).run_once().outcomes == {"failed": 1}
+    visit.page.reload()
+    visit.page.click("button:has-text('Resend')")
+    assert "The event is sent again" in visit.text()
+    worker = delivery_worker(dashboard)
+    assert worker.run_once().outcomes.get("delivered") == 1
+    visit.page.reload()
+    log = visit.page.inner_text("#delivery-log")
+    assert "(resend)" in log and "Delivered" in log
+    visit.shoot("webhook-log")
+    visit.go("/dashboard/webhooks")
+    visit.shoot("webhooks")
+
+
+def test_the_key_limit_is_shown_on_the_page(visit: Visit, dashboard: RunningApi) -> None:
+    visit.sign_up()
+    account = dashboard.store.find_account_by_email(visit.email)
+    assert account is not None
+    dashboard.store.set_plan(account.id, "max")
+    for _ in range(5):
+        visit.new_key("Create key")
+    visit.go("/dashboard/keys")
+    visit.page.click("button:has-text('Create key')")
+    assert "Key limit reached: the Max plan allows 5 active keys." in visit.text()
+    visit.page.locator("button:has-text('Revoke')").first.click()
+    assert "The key is revoked" in visit.text()
+    assert len(visit.new_key("Create key")) == 36
+
+
+def _redeem(visit: Visit, code: str, interval: str) -> None:
+    visit.go("/dashboard/billing")
+    visit.page.fill("#redeem input[name=code]", code)
+    visit.page.locator("#redeem select[name=interval]").select_option(interval)
+    visit.page.click("#redeem button:has-text('Redeem')")
+
+
+def _run_trial_job(dashboard: RunningApi) -> dict[str, int]:
+    """One pass of the account jobs `findata serve` runs (trials, renewals, then e-mail)."""
+    services = dashboard.app.state.dashboard
+    jobs = AccountJobs(services.engine, services.clock, services.accounts, services.mailer)
+    return jobs.run_once()
+
+
+def test_an_invitation_trial_is_billed_or_cancelled_back_to_free(
+    browser: Any, dashboard: RunningApi
+) -> None:
+    services = dashboard.app.state.dashboard
+    today = dashboard.clock.now().date()
+    billed_code, cancelled_code = create_invitations(
+        services.engine, services.clock, "max", today + dt.timedelta(days=10), 2
+    )
+    billed, cancelled = Visit(browser, dashboard), Visit(browser, dashboard)
+    for visit, code in ((billed, billed_code), (cancelled, cancelled_code)):
+        visit.sign_up()
+        _redeem(visit, code, "yearly")
+        assert "Invitation redeemed" in visit.text()
+        assert visit.page.inner_text("#plan-name") == "Max"
+        assert "No invoices." in visit.page.inner_text("#invoices")  # nothing charged
+    billed.shoot("billing-trial")
+    # a used code is refused on the page
+    used = Visit(browser, dashboard)
+    used.sign_up()
+    _redeem(used, billed_code, "monthly")
+    assert "used" in used.text().lower()
+    cancelled.page.click("button:has-text('Cancel the trial')")
+    assert "you return to Free when it ends" in cancelled.text()
+
+    dashboard.clock.advance(dt.timedelta(days=31))
+    first = _run_trial_job(dashboard)
+    assert (first["billing_started"], first["returned_to_free"]) == (1, 1), first
+    again = _run_trial_job(dashboard)  # idempotent
+    assert (again["billing_started"], again["returned_to_free"]) == (0, 0), again
+    billed.go("/dashboard/billing")
+    assert "/dashboard/sign-in" in billed.page.url  # sessions last 14 days
+    for visit in (billed, cancelled, used):
+        visit.sign_in()
+    billed.go("/dashboard/billing")
+    assert billed.page.inner_text("#plan-name") == "Max"
+    invoices = billed.page.inner_text("#invoices")
+    assert "990.00 USD" in invoices and invoices.count("inv_") == 1
+    billed.shoot("billing-after-trial")
+    cancelled.go("/dashboard/billing")
+    assert cancelled.page.inner_text("#plan-name") == "Free"
+    assert "No invoices." in cancelled.page.inner_text("#invoices")
+    assert "billing has started" in mail_to(dashboard, billed.email, "trial has ended").lower()
+    assert "on free" in mail_to(dashboard, cancelled.email, "trial has ended").lower()
+    # an expired code: its redeem-by date has passed (the clock moved 31 days)
+    expired = create_invitations(
+        services.engine, services.clock, "pro", dashboard.clock.now().date(), 1
+    )[0]
+    dashboard.clock.advance(dt.timedelta(days=1))
+    _redeem(used, expired, "monthly")
+    assert "expired" in used.text().lower()
+    used.shoot("billing-refused")
+    for visit in (billed, cancelled, used):
+        visit.close()
