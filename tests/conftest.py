@@ -24,7 +24,7 @@ from findata.settings import get_settings
 from tests.databases import disposing_cached_engine, fresh_postgres_database
 
 # the API over real HTTP: session servers and their helpers
-pytest_plugins = ("tests.api.server", "tests.webhooks.receiver")
+pytest_plugins = ("tests.api.server", "tests.api.dashboard.server", "tests.webhooks.receiver")
 
 _TEST_MODULES = pytest.StashKey[dict[str, Path]]()
 

@@ -4,9 +4,6 @@ with its own FINDATA_HOME), on the SQLite default and on a real PostgreSQL datab
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,29 +13,7 @@ import sqlalchemy as sa
 
 from findata.accounts.keys import is_complete_key, key_hash
 from tests.api.server import findata_serve
-
-FINDATA = Path(sys.executable).parent / "findata"
-
-
-class Cli:
-    """The console script on one control plane."""
-
-    def __init__(self, home: Path, database_url: str | None) -> None:
-        self.env = {**os.environ, "FINDATA_HOME": str(home)}
-        self.env.pop("FINDATA_DATABASE_URL", None)
-        if database_url:
-            self.env["FINDATA_DATABASE_URL"] = database_url
-        self.url = database_url or f"sqlite:///{home.resolve() / 'control.sqlite'}"
-
-    def run(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [str(FINDATA), *args], env=self.env, capture_output=True, text=True, timeout=120
-        )
-
-    def json(self, *args: str) -> dict[str, object]:
-        result = self.run(*args)
-        assert result.returncode == 0, result.stderr
-        return json.loads(result.stdout)
+from tests.findata.cli_runner import Cli
 
 
 @pytest.fixture

@@ -7,14 +7,9 @@ process on a ``ManualClock`` set in the past."""
 from __future__ import annotations
 
 import datetime as dt
-import json
-import os
 import re
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -24,30 +19,9 @@ from findata.accounts.invitations import code_hash, normalise_code, redeem
 from findata.accounts.store import AccountStore
 from findata.clock import ManualClock
 from findata.control_plane.schema import account_notices
+from tests.findata.cli_runner import Cli
 
-FINDATA = Path(sys.executable).parent / "findata"
 CODE_FORMAT = re.compile(r"INV(-[2-9A-HJ-NP-Z]{4}){3}")
-
-
-class Cli:
-    """The console script on one control plane."""
-
-    def __init__(self, home: Path, database_url: str | None) -> None:
-        self.env = {**os.environ, "FINDATA_HOME": str(home)}
-        self.env.pop("FINDATA_DATABASE_URL", None)
-        if database_url:
-            self.env["FINDATA_DATABASE_URL"] = database_url
-        self.url = database_url or f"sqlite:///{home.resolve() / 'control.sqlite'}"
-
-    def run(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [str(FINDATA), *args], env=self.env, capture_output=True, text=True, timeout=120
-        )
-
-    def json(self, *args: str) -> dict[str, Any]:
-        result = self.run(*args)
-        assert result.returncode == 0, result.stderr
-        return json.loads(result.stdout)
 
 
 @pytest.fixture

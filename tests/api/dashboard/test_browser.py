@@ -19,8 +19,8 @@ import pytest
 
 from findata.accounts.invitations import create_invitations
 from findata.accounts.jobs import AccountJobs
-from tests.api.dashboard.conftest import SCREENSHOTS, delivery_worker, link_in, mail_to
 from tests.api.dashboard.people import PASSWORD
+from tests.api.dashboard.server import SCREENSHOTS, delivery_worker, link_in, mail_to
 from tests.api.server import RunningApi
 from tests.webhooks.receiver import Receiver
 

@@ -1,5 +1,6 @@
-"""Dashboard fixtures: one server per session on the published demo (its own clock, base URL
-and the tests' HTTPS webhook receiver trusted), the e-mail it writes as ``.eml`` files, and a
+"""Dashboard fixtures (a pytest plugin, loaded by tests/conftest.py): one server per session on
+the published demo (its own clock, base URL in e-mail links, and the tests' HTTPS webhook
+receiver trusted), the e-mail it writes as ``.eml`` files, and a
 real chromium driven by Playwright."""
 
 from __future__ import annotations
