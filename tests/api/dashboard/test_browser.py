@@ -269,3 +269,34 @@ def test_an_invitation_trial_is_billed_or_cancelled_back_to_free(
     used.shoot("billing-refused")
     for visit in (billed, cancelled, used):
         visit.close()
+
+
+def test_a_password_reset_by_e_mail_and_the_disabled_page(
+    visit: Visit, dashboard: RunningApi
+) -> None:
+    visit.sign_up()
+    visit.context.clear_cookies()
+    visit.go("/dashboard/sign-in")
+    visit.shoot("sign-in")
+    visit.page.click("text=Forgot your password")
+    visit.page.fill("input[name=email]", visit.email)
+    visit.shoot("reset")
+    visit.page.click("button:has-text('Send the link')")
+    assert "Check your e-mail" in visit.text()
+    link = link_in(mail_to(dashboard, visit.email, "Reset your findata password"))
+    visit.page.goto(link)
+    visit.shoot("reset-confirm")
+    visit.page.fill("input[name=password]", "a brand new passphrase")
+    visit.page.click("button:has-text('Set the password')")
+    assert "Your password is set." in visit.text()
+    visit.page.goto(link)  # the link works once
+    visit.page.fill("input[name=password]", "yet another passphrase")
+    visit.page.click("button:has-text('Set the password')")
+    assert "link" in visit.page.inner_text(".error").lower()
+
+    account = dashboard.store.find_account_by_email(visit.email)
+    assert account is not None
+    dashboard.store.set_state(account.id, "disabled")
+    visit.go("/dashboard/keys")
+    assert "Your account is disabled" in visit.text()
+    visit.shoot("disabled")
