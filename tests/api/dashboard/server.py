@@ -71,9 +71,13 @@ def link_in(body: str) -> str:
     return match.group(0)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
-    """Debian's chromium, headless, driven by Playwright (it cannot download browsers here)."""
+    """Debian's chromium, headless, driven by Playwright (it cannot download browsers here).
+
+    Module-scoped: Playwright's sync API keeps an asyncio loop running on the main thread while
+    it is open, so a later test's ``anyio.run`` (the MCP client tests) would find a running
+    loop; it must be closed when the browser tests are done."""
     from playwright.sync_api import sync_playwright
 
     assert CHROMIUM.exists(), "the browser tests need Debian's chromium (apt-get install chromium)"
