@@ -311,7 +311,7 @@ class Billing:
                 connection.execute(
                     accounts.update().where(accounts.c.id == account_id).values(**values)
                 )
-                apply_plan(connection, account_id, plan_code, now)
+                move_to_plan(connection, account_id, plan_code, now)
         return self.summary(account_id)
 
     def change_interval(self, account_id: str, interval: str) -> BillingSummary:
@@ -483,15 +483,6 @@ def locked_account(connection: sa.Connection, account_id: str) -> sa.Row:
     """Lock the account for this transaction (as ``AccountStore`` does), then read it."""
     lock_account(connection, account_id)
     return account_row(connection, account_id)
-
-
-def apply_plan(
-    connection: sa.Connection, account_id: str, plan_code: str, now: dt.datetime
-) -> list[int]:
-    """Move the locked account to ``plan_code`` under ``AccountStore.set_plan``'s rule (active
-    keys beyond the plan's limit revoked, oldest first), in the caller's transaction so the
-    plan changes together with the billing records; returns the revoked key ids."""
-    return move_to_plan(connection, account_id, plan_code, now)
 
 
 def end_current_period(connection: sa.Connection, account_id: str, now: dt.datetime) -> None:

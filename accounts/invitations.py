@@ -25,13 +25,12 @@ from findata.accounts.billing import (
     TRIAL_CLEARED,
     Billing,
     Trial,
-    apply_plan,
     check_interval,
     format_amount,
     locked_account,
 )
 from findata.accounts.notices import queue_notice
-from findata.accounts.store import AccountError, AccountStore
+from findata.accounts.store import AccountError, move_to_plan
 from findata.accounts.tables import accounts, invitations, subscription_periods
 from findata.clock import Clock, as_utc, utc_today
 from findata.contracts import plans
@@ -133,20 +132,11 @@ def create_invitations(
     return [format_code(s) for s in symbols]
 
 
-def redeem(
-    engine: sa.Engine,
-    clock: Clock,
-    store: AccountStore,
-    account_id: str,
-    code: str,
-    interval: str,
-) -> Trial:
+def redeem(engine: sa.Engine, clock: Clock, account_id: str, code: str, interval: str) -> Trial:
     """Start the invited plan's 30-day trial on the account, billed at ``interval`` (monthly
     or yearly) when it ends. The code is used up, the plan set and the trial period recorded
-    in one transaction; of two redemptions of one code at once exactly one wins.
-
-    ``store`` is the account store whose key rule the plan change follows (applied inside this
-    transaction: see ``billing.apply_plan``)."""
+    in one transaction (the plan with the store's key rule, ``move_to_plan``); of two
+    redemptions of one code at once exactly one wins."""
     interval = check_interval(interval)
     symbols = normalise_code(code)
     unknown = InvitationRefused(
@@ -191,7 +181,7 @@ def redeem(
                 billing_interval=None,
             )
         )
-        apply_plan(connection, account_id, invitation.plan, now)
+        move_to_plan(connection, account_id, invitation.plan, now)
         connection.execute(
             subscription_periods.insert().values(
                 account_id=account_id,
@@ -227,15 +217,11 @@ def cancel_trial(engine: sa.Engine, clock: Clock, account_id: str) -> Trial:
     )
 
 
-def process_trial_ends(
-    engine: sa.Engine, clock: Clock, store: AccountStore, billing: Billing
-) -> TrialRun:
+def process_trial_ends(engine: sa.Engine, clock: Clock, billing: Billing) -> TrialRun:
     """The trial job: a "trial ending soon" e-mail once per trial within three days of its
     end; at the end, billing starts at the chosen interval (from the trial's end) or, when
-    cancelled, the account returns to Free. Running it again changes nothing more.
-
-    ``store`` is the account store whose key rule applies on the return to Free (applied inside
-    each account's transaction: see ``billing.apply_plan``)."""
+    cancelled, the account returns to Free (keys beyond Free's limit revoked, oldest first:
+    ``move_to_plan``). Running it again changes nothing more."""
     now = clock.now()
     running = sa.select(accounts.c.id).where(accounts.c.trial_plan.is_not(None))
     with engine.connect() as connection:
@@ -376,7 +362,7 @@ def _end_trial(engine: sa.Engine, now: dt.datetime, billing: Billing, account_id
                 "You can change the plan or the interval on the dashboard's billing page."
             )
         else:
-            revoked = apply_plan(connection, account_id, FREE, now)
+            revoked = move_to_plan(connection, account_id, FREE, now)
             values["billing_interval"] = None
             outcome = "free"
             subject = f"Your findata {name} trial has ended: the account is on Free"

@@ -50,7 +50,7 @@ class AccountJobs:
 
     def run_billing(self) -> dict[str, int]:
         """Trials ending or ended, then renewals: how many of each."""
-        trials = process_trial_ends(self.store.engine, self.clock, self.store, self.billing)
+        trials = process_trial_ends(self.store.engine, self.clock, self.billing)
         return {**asdict(trials), "periods_renewed": self.billing.renew_due()}
 
     def run_once(self) -> dict[str, int]:

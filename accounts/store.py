@@ -32,6 +32,14 @@ class AccountNotFound(AccountError):
     """No account with that id or e-mail."""
 
 
+class KeyLimitReached(AccountError):
+    """The plan's active keys are all in use (Max, Redistribution): revoke one first."""
+
+    def __init__(self, message: str, plan: Plan) -> None:
+        super().__init__(message)
+        self.plan = plan
+
+
 class KeyNotFound(AccountError):
     """No key with that value."""
 
@@ -154,9 +162,10 @@ class AccountStore:
                 revoked = active
                 _revoke(connection, revoked, now)
             elif len(active) >= account_plan.active_keys:
-                raise AccountError(
+                raise KeyLimitReached(
                     f"the {account_plan.name} plan allows {account_plan.active_keys} active keys "
-                    f"and account {account_id} has {len(active)}; revoke one first"
+                    f"and account {account_id} has {len(active)}; revoke one first",
+                    account_plan,
                 )
             key_id = connection.execute(
                 api_keys.insert().values(

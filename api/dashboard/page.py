@@ -29,6 +29,12 @@ SECURITY_HEADERS = {
 }
 
 
+def form_text(form: FormData, name: str) -> str:
+    """The posted field ``name`` as text ("" when it is absent or a file)."""
+    value = form.get(name)
+    return value if isinstance(value, str) else ""
+
+
 class Redirect(Exception):
     """Answer with a redirect to ``url`` (a dependency's way to send a visitor elsewhere)."""
 

@@ -144,7 +144,7 @@ def test_a_trial_month_then_billing_at_the_chosen_interval(
 ) -> None:
     code = _code(engine, clock, plan)
     account = store.create_account("trial@example.com", "free")
-    trial = redeem(engine, clock, store, account.id, code.lower(), interval)
+    trial = redeem(engine, clock, account.id, code.lower(), interval)
     ends_at = START + 30 * DAY
     assert trial == Trial(plan, interval, ends_at, None)
     assert store.get_account(account.id).plan == plan
@@ -158,19 +158,19 @@ def test_a_trial_month_then_billing_at_the_chosen_interval(
     assert used.redeemed_by == account.id
 
     clock.advance(26 * DAY)  # four days left: no e-mail yet
-    assert process_trial_ends(engine, clock, store, billing) == NOTHING
+    assert process_trial_ends(engine, clock, billing) == NOTHING
     clock.advance(DAY)  # day 27: three days left
-    assert process_trial_ends(engine, clock, store, billing).ending_soon_notices == 1
+    assert process_trial_ends(engine, clock, billing).ending_soon_notices == 1
     clock.advance(DAY)
-    assert process_trial_ends(engine, clock, store, billing) == NOTHING  # once per trial
+    assert process_trial_ends(engine, clock, billing) == NOTHING  # once per trial
     (soon,) = _notices(engine, account.id)
     assert soon.kind == "trial_ending" and soon.email == "trial@example.com"
     assert "2026-12-22" in soon.subject and "Billing then starts" in soon.body
     assert f"{amount // 100:,}.00 USD" in soon.body
 
     clock.set(ends_at)  # day 30: the trial ends, billing starts
-    assert process_trial_ends(engine, clock, store, billing) == TrialRun(0, 1, 0)
-    assert process_trial_ends(engine, clock, store, billing) == NOTHING
+    assert process_trial_ends(engine, clock, billing) == TrialRun(0, 1, 0)
+    assert process_trial_ends(engine, clock, billing) == NOTHING
     assert billing.renew_due() == 0
     billed = billing.summary(account.id)
     assert (billed.plan, billed.trial, billed.interval) == (plan, None, interval)
@@ -206,7 +206,7 @@ def test_a_cancelled_max_trial_returns_to_free_with_the_newest_key(
     engine: sa.Engine, clock: ManualClock, store: AccountStore, billing: Billing
 ) -> None:
     account = store.create_account("cancel@example.com", "free")
-    redeem(engine, clock, store, account.id, _code(engine, clock, "max"), "monthly")
+    redeem(engine, clock, account.id, _code(engine, clock, "max"), "monthly")
     keys = []
     for _ in range(3):
         clock.advance(dt.timedelta(minutes=1))
@@ -220,12 +220,12 @@ def test_a_cancelled_max_trial_returns_to_free_with_the_newest_key(
     assert len(_active_keys(store, account.id)) == 3
 
     clock.set(START + 27 * DAY)
-    assert process_trial_ends(engine, clock, store, billing).ending_soon_notices == 1
+    assert process_trial_ends(engine, clock, billing).ending_soon_notices == 1
     assert "returns to Free" in _notices(engine, account.id)[0].body
 
     clock.set(START + 31 * DAY)  # the job ran a day late
-    assert process_trial_ends(engine, clock, store, billing) == TrialRun(0, 0, 1)
-    assert process_trial_ends(engine, clock, store, billing) == NOTHING
+    assert process_trial_ends(engine, clock, billing) == TrialRun(0, 0, 1)
+    assert process_trial_ends(engine, clock, billing) == NOTHING
     summary = billing.summary(account.id)
     assert (summary.plan, summary.trial, summary.invoices, summary.interval) == (
         "free",
@@ -245,7 +245,7 @@ def test_a_plan_chosen_during_the_trial(
     engine: sa.Engine, clock: ManualClock, store: AccountStore, billing: Billing
 ) -> None:
     account = store.create_account("choose@example.com", "free")
-    redeem(engine, clock, store, account.id, _code(engine, clock, "pro"), "monthly")
+    redeem(engine, clock, account.id, _code(engine, clock, "pro"), "monthly")
     with pytest.raises(BillingRefused, match="already moves to monthly billing on 2026-12-22"):
         billing.change_plan(account.id, "pro", "monthly")
     # the interval billing starts at, and keeping the plan undoes a cancellation
@@ -261,7 +261,7 @@ def test_a_plan_chosen_during_the_trial(
     assert (moved.plan, moved.trial, moved.interval) == ("max", None, "monthly")
     assert [i.amount_cents for i in moved.invoices] == [9900]
     clock.set(START + 30 * DAY)
-    assert process_trial_ends(engine, clock, store, billing) == NOTHING
+    assert process_trial_ends(engine, clock, billing) == NOTHING
     with engine.connect() as connection:
         trial_end = connection.execute(
             sa.select(subscription_periods.c.ends_at).where(subscription_periods.c.kind == "trial")
@@ -278,15 +278,13 @@ def test_every_refusal_says_why(
     free = store.create_account("free@example.com", "free")
     pro = store.create_account("pro@example.com", "pro")
     used = _code(engine, clock)
-    redeem(
-        engine, clock, store, store.create_account("first@example.com", "free").id, used, "monthly"
-    )
+    redeem(engine, clock, store.create_account("first@example.com", "free").id, used, "monthly")
     (expiring,) = create_invitations(engine, clock, "pro", START.date() + DAY, 1)
     spare = _code(engine, clock, "max")
 
     def refused(account_id: str, code: str, reason: str, text: str) -> None:
         with pytest.raises(InvitationRefused, match=text) as raised:
-            redeem(engine, clock, store, account_id, code, "monthly")
+            redeem(engine, clock, account_id, code, "monthly")
         assert raised.value.reason == reason
         assert isinstance(raised.value, AccountError)
 
@@ -295,21 +293,21 @@ def test_every_refusal_says_why(
     refused(free.id, used, "already_used", "used already")
     refused(pro.id, spare, "paid_plan", "this account is on Pro")
     with pytest.raises(BillingRefused, match="unknown billing interval"):
-        redeem(engine, clock, store, free.id, spare, "weekly")
+        redeem(engine, clock, free.id, spare, "weekly")
 
     clock.set(dt.datetime.combine(START.date() + 2 * DAY, dt.time(0, 0), dt.UTC))
     refused(free.id, expiring, "expired", f"expired on {START.date() + DAY}")
     # the redeem-by day itself, to its last second (UTC), is fine
     late = store.create_account("late@example.com", "free")
     clock.set(dt.datetime.combine(REDEEM_BY, dt.time(23, 59, 59), dt.UTC))
-    redeem(engine, clock, store, late.id, _code(engine, clock), "monthly")
+    redeem(engine, clock, late.id, _code(engine, clock), "monthly")
 
     clock.set(START + 2 * DAY)
-    redeem(engine, clock, store, free.id, spare, "yearly")
+    redeem(engine, clock, free.id, spare, "yearly")
     refused(free.id, _code(engine, clock), "trial_running", "trial is running")
     cancel_trial(engine, clock, free.id)
     clock.advance(30 * DAY)
-    assert process_trial_ends(engine, clock, store, billing) == TrialRun(0, 1, 1)
+    assert process_trial_ends(engine, clock, billing) == TrialRun(0, 1, 1)
     assert store.get_account(free.id).plan == "free"
     (again,) = create_invitations(engine, clock, "pro", REDEEM_BY + 60 * DAY, 1)
     refused(free.id, again, "trial_used", "one per account")
@@ -331,7 +329,7 @@ def test_two_accounts_redeeming_one_code_at_once_one_wins(
     def attempt(account_id: str) -> None:
         barrier.wait()
         try:
-            redeem(engine, clock, store, account_id, code, "monthly")
+            redeem(engine, clock, account_id, code, "monthly")
             won.append(account_id)
         except InvitationRefused as refusal:
             assert refusal.reason == "already_used"

@@ -91,7 +91,7 @@ def test_billing_run_ends_trials_and_renews_once(cli: Cli, engine: sa.Engine) ->
     created = cli.json("invitations", "create", "--plan", "pro", "--redeem-by", redeem_by)
     (code,) = created["codes"]
     trial = store.create_account("trial@example.com", "free")
-    redeem(engine, past, store, trial.id, code, "yearly")  # ended a day ago
+    redeem(engine, past, trial.id, code, "yearly")  # ended a day ago
     paid = store.create_account("paid@example.com", "free")
     past.set(now - dt.timedelta(days=40))
     billing.change_plan(paid.id, "max", "monthly")  # its first month ended about ten days ago

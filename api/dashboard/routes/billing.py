@@ -12,7 +12,7 @@ from findata.accounts.billing import BillingSummary, format_amount
 from findata.accounts.invitations import cancel_trial, redeem
 from findata.accounts.store import AccountError
 from findata.api.dashboard.deps import Member
-from findata.api.dashboard.page import Page
+from findata.api.dashboard.page import Page, form_text
 
 router = APIRouter(prefix="/dashboard/billing")
 PAGE = "/dashboard/billing"
@@ -31,11 +31,6 @@ def _billing_page(page: Page, status: int = 200, **context: object) -> Response:
     )
 
 
-def _field(form: object, name: str) -> str:
-    value = form.get(name)  # type: ignore[attr-defined]
-    return value.strip() if isinstance(value, str) else ""
-
-
 @router.get("", include_in_schema=False)
 def billing(page: Member) -> Response:
     """The account's plan, trial, period, invoices and the price list."""
@@ -47,7 +42,7 @@ async def change_plan(page: Member) -> Response:
     """Move to another plan now (a paid plan is billed from now at the chosen interval; a
     downgrade revokes keys beyond the new plan's limit, oldest first)."""
     form = await page.form()
-    chosen, interval = _field(form, "plan"), _field(form, "interval") or None
+    chosen, interval = form_text(form, "plan").strip(), form_text(form, "interval").strip() or None
     try:
         summary = page.services.billing.change_plan(page.signed_in.account.id, chosen, interval)
     except AccountError as refused:
@@ -60,7 +55,9 @@ async def change_interval(page: Member) -> Response:
     """Bill the plan monthly or yearly from the next period."""
     form = await page.form()
     try:
-        page.services.billing.change_interval(page.signed_in.account.id, _field(form, "interval"))
+        page.services.billing.change_interval(
+            page.signed_in.account.id, form_text(form, "interval").strip()
+        )
     except AccountError as refused:
         return _billing_page(page, status=400, error=str(refused))
     return page.redirect(PAGE, "The billing interval changes from the next period.")
@@ -73,11 +70,13 @@ async def redeem_invitation(page: Member) -> Response:
     services = page.services
     try:
         trial = redeem(
-            services.engine, services.clock, services.accounts, page.signed_in.account.id,
-            _field(form, "code"), _field(form, "interval"),
+            services.engine, services.clock, page.signed_in.account.id,
+            form_text(form, "code").strip(), form_text(form, "interval").strip(),
         )  # fmt: skip
     except AccountError as refused:
-        return _billing_page(page, status=400, error=str(refused), code=_field(form, "code"))
+        return _billing_page(
+            page, status=400, error=str(refused), code=form_text(form, "code").strip()
+        )
     return page.redirect(
         PAGE, f"Invitation redeemed: {trial.plan.capitalize()} free until "
         f"{trial.ends_at:%Y-%m-%d %H:%M} UTC; nothing is charged before then.",

@@ -7,7 +7,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 from starlette.responses import Response
 
-from findata.accounts.store import AccountError, IssuedKey, KeyNotFound
+from findata.accounts.store import IssuedKey, KeyLimitReached, KeyNotFound
 from findata.api.dashboard.deps import Member
 from findata.api.dashboard.page import Page
 from findata.contracts.plans import plan
@@ -42,19 +42,14 @@ async def create_key(page: Member) -> Response:
     await page.form()
     if not page.signed_in.email_verified:
         return _keys_page(page, status=403, error=VERIFY_FIRST)
-    account = page.signed_in.account
-    rules = plan(account.plan)
-    active = [k for k in page.services.accounts.list_keys(account.id) if k["revoked_at"] is None]
-    if rules.key_rotation == "add" and len(active) >= rules.active_keys:
+    try:
+        issued: IssuedKey = page.services.accounts.create_key(page.signed_in.account.id)
+    except KeyLimitReached as refused:
         message = (
-            f"Key limit reached: the {rules.name} plan allows {rules.active_keys} active keys. "
-            "Revoke one first."
+            f"Key limit reached: the {refused.plan.name} plan allows {refused.plan.active_keys} "
+            "active keys. Revoke one first."
         )
         return _keys_page(page, status=409, error=message)
-    try:
-        issued: IssuedKey = page.services.accounts.create_key(account.id)
-    except AccountError as refused:  # a concurrent creation took the last place
-        return _keys_page(page, status=409, error=str(refused))
     return _keys_page(page, new_key=issued.key, revoked_count=len(issued.revoked_key_ids))
 
 

@@ -15,15 +15,10 @@ from findata.accounts.logins import (
 from findata.accounts.store import AccountError
 from findata.api.dashboard.deps import SIGN_IN, Member, Visitor
 from findata.api.dashboard.mail import queue_mail, send_soon
-from findata.api.dashboard.page import Page
+from findata.api.dashboard.page import Page, form_text
 
 router = APIRouter(prefix="/dashboard")
 HOME = "/dashboard/keys"
-
-
-def _field(form: object, name: str) -> str:
-    value = form.get(name)  # type: ignore[attr-defined]
-    return value if isinstance(value, str) else ""
 
 
 def _safe_next(target: str) -> str:
@@ -58,7 +53,7 @@ def sign_up_form(page: Visitor) -> Response:
 async def sign_up(page: Visitor) -> Response:
     """Create a Free account, sign in, and send the verification e-mail."""
     form = await page.form()
-    email, password = _field(form, "email"), _field(form, "password")
+    email, password = form_text(form, "email"), form_text(form, "password")
     try:
         person = page.services.logins.sign_up(email, password)
     except (AccountError, PasswordRejected) as refused:
@@ -78,10 +73,10 @@ def sign_in_form(page: Visitor, next: str = HOME) -> Response:
 async def sign_in(page: Visitor) -> Response:
     """Check the password (throttled per account and per IP) and start the session."""
     form = await page.form()
-    email, target = _field(form, "email"), _safe_next(_field(form, "next"))
+    email, target = form_text(form, "email"), _safe_next(form_text(form, "next"))
     ip = page.request.client.host if page.request.client else "unknown"
     try:
-        person = page.services.logins.sign_in(email, _field(form, "password"), ip)
+        person = page.services.logins.sign_in(email, form_text(form, "password"), ip)
     except SignInThrottled as throttled:
         return page.render(
             "sign_in.html", status=429, error=str(throttled), email=email, next=target
@@ -142,7 +137,7 @@ def reset_form(page: Visitor) -> Response:
 async def reset(page: Visitor) -> Response:
     """Send a reset link if the address has an account; the answer is the same either way."""
     form = await page.form()
-    email = _field(form, "email")
+    email = form_text(form, "email")
     try:
         found = page.services.logins.reset_token(email)
     except AccountError:
@@ -171,9 +166,9 @@ def reset_confirm_form(page: Visitor, token: str = "") -> Response:
 async def reset_confirm(page: Visitor) -> Response:
     """Set the new password and sign in (every other session ends)."""
     form = await page.form()
-    token = _field(form, "token")
+    token = form_text(form, "token")
     try:
-        person = page.services.logins.reset_password(token, _field(form, "password"))
+        person = page.services.logins.reset_password(token, form_text(form, "password"))
     except (TokenInvalid, PasswordRejected) as refused:
         return page.render("reset_confirm.html", status=400, token=token, error=str(refused))
     page.session.sign_in(person.account.id, person.session_stamp, page.services.clock.now())
@@ -192,7 +187,7 @@ async def change_password(page: Member) -> Response:
     form = await page.form()
     try:
         person = page.services.logins.change_password(
-            page.signed_in.account.id, _field(form, "current"), _field(form, "password")
+            page.signed_in.account.id, form_text(form, "current"), form_text(form, "password")
         )
     except (LoginRefused, PasswordRejected) as refused:
         return page.render("account.html", status=400, error=str(refused))

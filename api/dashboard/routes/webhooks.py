@@ -9,7 +9,7 @@ from fastapi import APIRouter
 from starlette.responses import Response
 
 from findata.api.dashboard.deps import Member
-from findata.api.dashboard.page import Page
+from findata.api.dashboard.page import Page, form_text
 from findata.contracts.plans import plan
 from findata.webhooks.endpoints import SecretShown, WebhookRefused
 
@@ -55,7 +55,7 @@ def endpoints(page: Member) -> Response:
 async def add_endpoint(page: Member) -> Response:
     """Add an endpoint; its signing secret is shown this once."""
     form = await page.form()
-    url = str(form.get("url") or "").strip()
+    url = form_text(form, "url").strip()
     try:
         shown: SecretShown = page.services.webhooks.add(page.signed_in.account.id, url)
     except WebhookRefused as refused:
