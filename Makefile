@@ -5,10 +5,11 @@ BIN := $(VENV)/bin
 
 .PHONY: install demo test lint test-days
 
-$(BIN)/findata: pyproject.toml
+# the Python client (clients/python) is its own distribution; the server's tests install it
+$(BIN)/findata: pyproject.toml clients/python/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --quiet -e '.[test]' -e './clients/python[all]'
 	touch $(BIN)/findata
 
 install: $(BIN)/findata

@@ -7,7 +7,6 @@ refreshes are what costs time, so each runs once and every test reads its outcom
 from __future__ import annotations
 
 import datetime as dt
-import json
 import os
 import subprocess
 import sys
@@ -27,7 +26,11 @@ from findata.orchestration.publish import FAULT_AFTER_VERSION_FILE, FAULT_ENV
 from findata.orchestration.readers.security_master import read_security_master
 from findata.orchestration.refresh import RefreshOutcome, run_refresh
 from findata.settings import Settings, get_settings
-from tests.orchestration.landing_edits import add_price_day, next_session
+from tests.orchestration.landing_edits import (
+    add_price_day,
+    next_session,
+    restate_latest_annual_revenue,
+)
 
 
 @dataclass
@@ -69,31 +72,6 @@ def _snapshot(settings: Settings) -> Snapshot:
         return Snapshot(rows(schema.versions), rows(schema.change_records), rows(schema.events))
 
 
-def _restate(landing: Path, cik: str, filed: dt.date) -> tuple[str, str]:
-    """Add a 10-K/A to the issuer's companyfacts restating its latest annual revenue."""
-    path = landing / "sec" / "companyfacts" / f"CIK{cik}.json"
-    document = json.loads(path.read_bytes())
-    revenues = document["facts"]["us-gaap"]["Revenues"]["units"]["USD"]
-    annual = [
-        f
-        for f in revenues
-        if f["form"] == "10-K" and f.get("start", "")[5:] == "01-01" and f["end"][5:] == "12-31"
-    ]
-    latest = max(annual, key=lambda f: (f["end"], f["filed"]))
-    accession = f"{cik}-{filed:%y}-900001"
-    revenues.append(
-        {
-            **latest,
-            "val": latest["val"] * 0.9,
-            "accn": accession,
-            "form": "10-K/A",
-            "filed": filed.isoformat(),
-        }
-    )
-    path.write_bytes(json.dumps(document, separators=(",", ":")).encode())
-    return latest["end"], accession
-
-
 @pytest.fixture(scope="module")
 def steps(two_week_old_demo: PublishedDemo, tmp_path_factory: pytest.TempPathFactory) -> Steps:
     # a copy of the demo that ends two weeks ago, so that the trading days the steps add are not
@@ -127,7 +105,7 @@ def steps(two_week_old_demo: PublishedDemo, tmp_path_factory: pytest.TempPathFac
         step("one_day")
 
         row = master[master["ticker"] == scenarios["plain"]["ticker"]].iloc[0]
-        period_end, accession = _restate(landing, row["cik"].zfill(10), as_of)
+        period_end, accession = restate_latest_annual_revenue(landing, row["cik"].zfill(10), as_of)
         result.facts.update(
             issuer=int(row["issuer_entity_id"]), period_end=period_end, accession=accession
         )

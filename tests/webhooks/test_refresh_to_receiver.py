@@ -13,6 +13,7 @@ import standardwebhooks
 import svix.webhooks
 from conftest import PublishedDemo
 
+import findata_client.webhooks
 from findata.api.app import create_app
 from findata.orchestration.refresh import run_refresh
 from findata.settings import Settings, get_settings
@@ -125,6 +126,7 @@ def test_a_refresh_reaches_the_subscriber_who_re_pulls_exactly_what_changed(
         )
         svix.webhooks.Webhook(secret).verify(request.body, request.headers)
         event = standardwebhooks.Webhook(secret).verify(request.body, request.headers)
+        assert findata_client.webhooks.verify(request.body, request.headers, secret).raw == event
 
         assert event["type"] == "data.changed" and event["run_id"] == outcome.run_id
         assert list(event) == [

@@ -1,0 +1,200 @@
+"""``Client`` and ``AsyncClient``: one method per endpoint (generated from the contracts), plus
+``get`` (one request, its JSON body) and ``paginate`` (every page of a list request).
+
+Endpoint methods of list endpoints (prices, fundamentals, ..., search, index, changes) return
+a result of rows across pages (``Rows``, whose first page the call fetches, so an error response
+raises there; ``AsyncRows`` on the async client, fetched when first read);
+the others (resolve, status, usage) return the response body, a ``dict``, whose ``warnings``
+are also emitted as ``FindataWarning``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import TracebackType
+from typing import Any, Self
+
+import httpx
+
+from findata_client._generated import ENDPOINTS, AsyncEndpointMethods, SyncEndpointMethods
+from findata_client.endpoints import EndpointInfo, endpoint_for_path
+from findata_client.notices import warn_body_warnings
+from findata_client.params import encode_params, fill_path, split_target
+from findata_client.results import AsyncRows, Rows
+from findata_client.retry import Clock, RetryPolicy, utc_now
+from findata_client.transport import AsyncSleep, AsyncTransport, Service, Sleep, Transport
+
+
+def _policy(max_attempts: int, wait_on_rate_limit: bool, clock: Clock | None) -> RetryPolicy:
+    return RetryPolicy(
+        max_attempts=max_attempts,
+        wait_on_rate_limit=wait_on_rate_limit,
+        clock=utc_now if clock is None else clock,
+    )
+
+
+def _list_request(
+    path_or_url: str, params: Mapping[str, Any] | None
+) -> tuple[str, dict[str, str], EndpointInfo | None]:
+    """A list request's path, its query (the URL's merged with ``params``) and its endpoint
+    (None for a path no contract has: read as one page)."""
+    path, query = split_target(path_or_url)
+    try:
+        endpoint: EndpointInfo | None = endpoint_for_path(path)
+    except ValueError:
+        endpoint = None
+    return path, encode_params({**query, **(params or {})}), endpoint
+
+
+class Client(SyncEndpointMethods):
+    """A synchronous client of the findata API.
+
+    ``api_key``: the key sent in ``X-API-Key`` (default ``$FINDATA_API_KEY``; with neither, or
+    ``""``, requests are keyless). ``base_url``: default ``$FINDATA_BASE_URL``, else
+    ``http://127.0.0.1:8000``. ``timeout``: seconds per attempt. ``max_attempts``: attempts in
+    all for 502/503/504 and network failures. ``wait_on_rate_limit``: wait out 429s as the
+    spec recommends instead of raising.
+    ``clock`` (a callable returning an aware UTC datetime) and ``sleep`` (a callable taking
+    seconds) replace the real ones, e.g. in tests. ``http_client``: an ``httpx.Client`` to
+    send through (not closed by ``close``).
+    """
+
+    def __init__(
+        self,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        *,
+        timeout: float = 30.0,
+        wait_on_rate_limit: bool = False,
+        max_attempts: int = 3,
+        clock: Clock | None = None,
+        sleep: Sleep | None = None,
+        http_client: httpx.Client | None = None,
+    ) -> None:
+        self._transport = Transport(
+            Service.from_arguments(api_key, base_url, timeout),
+            _policy(max_attempts, wait_on_rate_limit, clock),
+            sleep,
+            http_client,
+        )
+
+    @property
+    def base_url(self) -> str:
+        """The API's base URL."""
+        return self._transport.service.base_url
+
+    def get(self, path_or_url: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """One GET of a path (``/v1/prices``), a path with a query string or a full URL, with
+        ``params`` merged into its query (empty values dropped); the JSON body of the answer,
+        as it is (its ``warnings`` are not emitted). Raises the ``FindataError`` subclass of an
+        error answer."""
+        return self._transport.get(path_or_url, params)
+
+    def paginate(self, path_or_url: str, params: Mapping[str, Any] | None = None) -> Rows:
+        """Every page of a list request, by its endpoint's paging (fetched when read)."""
+        path, query, endpoint = _list_request(path_or_url, params)
+        return Rows(self._transport.get, path, query, endpoint)
+
+    def _call_body(
+        self, endpoint: str, path: Mapping[str, Any], query: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        body = self.get(fill_path(ENDPOINTS[endpoint].paths, path), query)
+        warn_body_warnings(body.get("warnings") or [], set())
+        return body
+
+    def _call_rows(self, endpoint: str, path: Mapping[str, Any], query: Mapping[str, Any]) -> Rows:
+        url = fill_path(ENDPOINTS[endpoint].paths, path)
+        rows = Rows(self._transport.get, url, encode_params(query), ENDPOINTS[endpoint])
+        # the first page now, so that a refused request raises at the call, not at first read
+        rows.first_page  # noqa: B018
+        return rows
+
+    def close(self) -> None:
+        """Close the connections (of an HTTP client the client made itself)."""
+        self._transport.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class AsyncClient(AsyncEndpointMethods):
+    """An asynchronous client of the findata API: ``Client``'s constructor and methods, with
+    ``await`` on ``get`` and the one-response endpoints; list methods and ``paginate`` return
+    ``AsyncRows`` at once (``async for row in ...``). ``sleep`` may be a coroutine function;
+    ``http_client`` an ``httpx.AsyncClient``. ``async with`` or ``await aclose()``.
+    """
+
+    def __init__(
+        self,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        *,
+        timeout: float = 30.0,
+        wait_on_rate_limit: bool = False,
+        max_attempts: int = 3,
+        clock: Clock | None = None,
+        sleep: AsyncSleep | None = None,
+        http_client: httpx.AsyncClient | None = None,
+    ) -> None:
+        self._transport = AsyncTransport(
+            Service.from_arguments(api_key, base_url, timeout),
+            _policy(max_attempts, wait_on_rate_limit, clock),
+            sleep,
+            http_client,
+        )
+
+    @property
+    def base_url(self) -> str:
+        """The API's base URL."""
+        return self._transport.service.base_url
+
+    async def get(
+        self, path_or_url: str, params: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """``Client.get``, awaited."""
+        return await self._transport.get(path_or_url, params)
+
+    def paginate(self, path_or_url: str, params: Mapping[str, Any] | None = None) -> AsyncRows:
+        """Every page of a list request, by its endpoint's paging (fetched when read)."""
+        path, query, endpoint = _list_request(path_or_url, params)
+        return AsyncRows(self._transport.get, path, query, endpoint)
+
+    async def _call_body(
+        self, endpoint: str, path: Mapping[str, Any], query: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        body = await self.get(fill_path(ENDPOINTS[endpoint].paths, path), query)
+        warn_body_warnings(body.get("warnings") or [], set())
+        return body
+
+    def _call_rows(
+        self, endpoint: str, path: Mapping[str, Any], query: Mapping[str, Any]
+    ) -> AsyncRows:
+        url = fill_path(ENDPOINTS[endpoint].paths, path)
+        return AsyncRows(self._transport.get, url, encode_params(query), ENDPOINTS[endpoint])
+
+    async def aclose(self) -> None:
+        """Close the connections (of an HTTP client the client made itself)."""
+        await self._transport.aclose()
+
+    async def close(self) -> None:
+        """``aclose``."""
+        await self.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.aclose()

@@ -1,0 +1,94 @@
+"""What the client knows of each endpoint, and which endpoint a request path is.
+
+The table itself, ``ENDPOINTS``, is generated from the endpoint contracts into
+``findata_client/_generated.py``; this module defines its row types and reads it lazily (the
+generated module imports these types, so importing it here at load time would be circular).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+from urllib.parse import urlsplit
+
+if TYPE_CHECKING:
+    ENDPOINTS: dict[str, EndpointInfo]
+
+Paging = Literal["cursor", "offset", "none"]
+
+
+@dataclass(frozen=True)
+class Field:
+    """A response field: its DuckDB type from a dataset contract (None when no contract types
+    it) and whether it may be null."""
+
+    name: str
+    type: str | None
+    nullable: bool = True
+
+
+@dataclass(frozen=True)
+class EndpointInfo:
+    """One endpoint contract, as much of it as a client needs.
+
+    ``paging`` is the contract's paging kind; ``feed`` names the parameter a feed is read on
+    through (``since`` on the change feed, whose responses are not paged but continue from
+    ``meta.next_cursor``). ``parameters`` are the query parameters the endpoint reads.
+    """
+
+    name: str
+    paths: tuple[str, ...]
+    paging: Paging
+    default_limit: int | None
+    max_limit: int | None
+    fields: tuple[Field, ...]
+    key: Literal["required", "optional", "never"]
+    parameters: tuple[str, ...] = ()
+    feed: str | None = None
+
+    @property
+    def field_types(self) -> dict[str, Field]:
+        """The fields by name."""
+        return {f.name: f for f in self.fields}
+
+
+def __getattr__(name: str) -> object:
+    # ENDPOINTS lives in the generated module, which imports this one: read it on first use
+    if name == "ENDPOINTS":
+        from findata_client._generated import ENDPOINTS
+
+        return ENDPOINTS
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _segments(path: str) -> list[str]:
+    return [part for part in path.split("/") if part]
+
+
+def _matches(template: list[str], segments: list[str]) -> bool:
+    """Whether the path's last segments fit the template (a base URL may add a prefix)."""
+    if len(segments) < len(template):
+        return False
+    tail = segments[len(segments) - len(template) :]
+    return all(t.startswith("{") or t == s for t, s in zip(template, tail, strict=True))
+
+
+def endpoint_for_path(path: str) -> EndpointInfo:
+    """The endpoint serving ``path`` (a path, or a URL; any query string is ignored), e.g.
+    ``/v1/prices/AAPL`` -> prices, ``/v1/index/sp500/events`` -> index_events.
+
+    Raises ``ValueError`` for a path no endpoint contract has.
+    """
+    from findata_client._generated import ENDPOINTS
+
+    segments = _segments(urlsplit(path).path)
+    best: tuple[int, EndpointInfo] | None = None
+    for endpoint in ENDPOINTS.values():
+        for template in map(_segments, endpoint.paths):
+            if _matches(template, segments):
+                literal = sum(not part.startswith("{") for part in template)
+                if best is None or literal > best[0]:
+                    best = (literal, endpoint)
+    if best is None:
+        raise ValueError(f"no endpoint of the API has the path {path!r}")
+    return best[1]

@@ -1,0 +1,166 @@
+"""Exceptions: one class per error code of the API (generated) under ``FindataError``.
+
+Every error response raises (spec, "Client behaviour"). The class is chosen by the body's
+``code`` (``ERROR_CLASSES`` in the generated module: ``NotFoundError``, ``CursorExpiredError``,
+...); a body that is not the spec's error body (a proxy's HTML page, say) raises a plain
+``FindataError`` whose ``code`` is None. A network failure that outlasts the retries raises
+``FindataConnectionError``, which no response stands behind.
+
+The generated classes are importable from here (``from findata_client.errors import
+NotFoundError``); they are read from the generated module on first use, since that module
+subclasses ``FindataError`` from this one.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from collections.abc import Mapping
+from functools import cache
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:
+    import httpx
+
+#: body fields every error body has; the others are the error's ``extra``
+_COMMON_FIELDS = frozenset({"error", "code", "status", "detail", "message"})
+_PLACEHOLDER = re.compile(r"\{(\w+)\}")
+
+
+class FindataError(Exception):
+    """An error response: its HTTP ``status``, the body's ``code`` and ``detail``, the whole
+    ``body``, and ``extra``: the body's fields beyond ``error``/``code``/``status``/
+    ``detail``/``message`` (``candidates``, ``hint``, ``retry_after_seconds``) plus the values
+    a fixed detail text carries (``revoked_on`` of a revoked key's 401, ``place``)."""
+
+    #: the error code and status a generated subclass stands for (None here)
+    CODE: ClassVar[str | None] = None
+    STATUS: ClassVar[int | None] = None
+
+    def __init__(
+        self,
+        status: int,
+        code: str | None,
+        detail: str,
+        body: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(f"{status} {code or 'error'}: {detail}")
+        self.status = status
+        self.code = code
+        self.detail = detail
+        self.body: dict[str, Any] = dict(body or {})
+        self.headers: dict[str, str] = dict(headers or {})
+        self.extra: dict[str, Any] = {
+            **_detail_values(code, detail),
+            **{k: v for k, v in self.body.items() if k not in _COMMON_FIELDS},
+        }
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # rebuilt from its parts (the default would call __init__ with the message alone)
+        return type(self), (self.status, self.code, self.detail, self.body, self.headers)
+
+    @property
+    def message(self) -> str | None:
+        """The body's ``message`` (on 401, 403, the page-limit 400 and some 429s)."""
+        value = self.body.get("message")
+        return value if isinstance(value, str) else None
+
+    @property
+    def retry_after_seconds(self) -> int | None:
+        """Seconds to wait before sending again, where the body says (request-limit 429s)."""
+        value = self.extra.get("retry_after_seconds")
+        return value if isinstance(value, int) else None
+
+    @property
+    def candidates(self) -> dict[str, list[Any]] | None:
+        """409: each ambiguous ticker's candidates."""
+        value = self.extra.get("candidates")
+        return value if isinstance(value, dict) else None
+
+    @property
+    def hint(self) -> str | None:
+        """409: what to send instead (``pass entity_id=``)."""
+        value = self.extra.get("hint")
+        return value if isinstance(value, str) else None
+
+    @property
+    def revoked_on(self) -> dt.date | None:
+        """401 for a revoked key: the day it was revoked."""
+        value = self.extra.get("revoked_on")
+        try:
+            return dt.date.fromisoformat(value) if isinstance(value, str) else None
+        except ValueError:
+            return None
+
+
+class FindataConnectionError(Exception):
+    """The service could not be reached, or did not answer in time, on every attempt."""
+
+    def __init__(self, message: str, attempts: int) -> None:
+        super().__init__(message)
+        self.attempts = attempts
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return type(self), (str(self), self.attempts)
+
+
+def __getattr__(name: str) -> Any:
+    # the generated classes, read on first use (the generated module imports this one)
+    from findata_client import _generated
+
+    found = {cls.__name__: cls for cls in _generated.ERROR_CLASSES.values()}
+    if name in found:
+        return found[name]
+    if name == "ERROR_CLASSES":
+        return _generated.ERROR_CLASSES
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def error_from_response(response: httpx.Response) -> FindataError:
+    """The exception for an error response: the class of its body's ``code``, or a plain
+    ``FindataError`` (``code`` None) when the body is not the spec's error body."""
+    from findata_client._generated import ERROR_CLASSES
+
+    headers = dict(response.headers)
+    try:
+        body = response.json()
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        body = None
+    if isinstance(body, dict) and isinstance(body.get("code"), str):
+        code = body["code"]
+        detail = body.get("detail") or body.get("error") or ""
+        cls = ERROR_CLASSES.get(code, FindataError)
+        return cls(response.status_code, code, str(detail), body, headers)
+    text = response.text.strip()
+    detail = text[:200] if text else (response.reason_phrase or "no body")
+    return FindataError(response.status_code, None, detail, None, headers)
+
+
+@cache
+def _detail_patterns(code: str) -> tuple[re.Pattern[str], ...]:
+    """The fixed detail texts of ``code`` with placeholders (contracts/errors.yaml), as
+    patterns capturing the values."""
+    from findata_client._generated import DETAIL_TEMPLATES
+
+    patterns = []
+    for template in DETAIL_TEMPLATES.get(code, ()):
+        parts = _PLACEHOLDER.split(template)
+        # split alternates text and placeholder names: text, name, text, name, ..., text
+        regex = "".join(
+            re.escape(part) if i % 2 == 0 else f"(?P<{part}>.+?)" for i, part in enumerate(parts)
+        )
+        patterns.append(re.compile(regex))
+    return tuple(patterns)
+
+
+def _detail_values(code: str | None, detail: str) -> dict[str, str]:
+    """The values a templated detail carries (e.g. ``revoked_on``), if it is one."""
+    if code is None:
+        return {}
+    for pattern in _detail_patterns(code):
+        found = pattern.fullmatch(detail)
+        if found:
+            return found.groupdict()
+    return {}
