@@ -1,17 +1,22 @@
 """``findata_client.webhooks.verify`` on deliveries signed by the server's own signing code:
-valid, tampered, wrong or rotated secrets, stale or future timestamps, missing headers."""
+valid, tampered, wrong or rotated secrets, stale or future timestamps, missing headers; and on
+one delivery the real worker sent over HTTPS during a rotation."""
 
 from __future__ import annotations
 
 import datetime as dt
 import json
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 import standardwebhooks
 
+from findata.webhooks.dev_tls import LoopbackCertificates
 from findata.webhooks.signing import new_signing_secret, signed_headers
 from findata_client.webhooks import WebhookEvent, WebhookVerificationError, verify
+from tests.databases import disposing_cached_engine
+from tests.webhooks.receiver import Receiver, make_rig
 
 NOW = dt.datetime(2026, 11, 24, 15, 30, 12, tzinfo=dt.UTC)
 EVENT = {
@@ -133,3 +138,55 @@ def test_a_signed_body_that_is_not_an_event_is_refused() -> None:
     other = signed_headers("evt_" + "b" * 24, NOW, body, [secret])
     with pytest.raises(WebhookVerificationError, match="webhook-id"):
         verify(body, other, secret, now=NOW)
+
+
+def test_an_unknown_event_type_and_new_fields_are_kept() -> None:
+    """Forward compatible: a type or field a later service adds is returned, not refused."""
+    secret = new_signing_secret()
+    future = {**EVENT, "type": "data.corrected", "reason": "late filing"}
+    body = json.dumps(future)
+    event = verify(body, delivery(secret, body=body), secret, now=NOW)
+    assert event.type == "data.corrected" and event.raw["reason"] == "late filing"
+
+
+def test_a_body_that_is_not_utf8_is_refused() -> None:
+    secret = new_signing_secret()
+    with pytest.raises(WebhookVerificationError, match="UTF-8"):
+        verify(b"\xff" + BODY.encode(), delivery(secret), secret, now=NOW)
+
+
+def test_the_tolerance_can_be_narrowed() -> None:
+    secret = new_signing_secret()
+    headers = delivery(secret, signed_at=NOW - dt.timedelta(seconds=31))
+    assert verify(BODY, headers, secret, now=NOW).id == EVENT["id"]
+    with pytest.raises(WebhookVerificationError, match="more than 0:00:30"):
+        verify(BODY, headers, secret, now=NOW, tolerance=dt.timedelta(seconds=30))
+
+
+def test_no_secret_or_a_naive_clock_is_a_caller_error() -> None:
+    secret = new_signing_secret()
+    with pytest.raises(ValueError, match="no secret"):
+        verify(BODY, delivery(secret), [], now=NOW)
+    with pytest.raises(ValueError, match="timezone-aware"):
+        verify(BODY, delivery(secret), secret, now=NOW.replace(tzinfo=None))
+
+
+def test_a_delivery_the_worker_sent_during_a_rotation(
+    tmp_path: Path, test_certificates: LoopbackCertificates, receiver: Receiver
+) -> None:
+    """End to end: the delivery worker signs and POSTs over HTTPS; the raw request verifies."""
+    with disposing_cached_engine(f"sqlite:///{tmp_path}/control.sqlite") as url:
+        rig = make_rig(url, tmp_path / "home", test_certificates)
+        address = receiver.url()
+        old = rig.endpoints.add(rig.account("max").id, address)
+        new = rig.endpoints.rotate_secret(old.endpoint.endpoint_id)
+        event_id = rig.endpoints.send_test(old.endpoint.endpoint_id).event_id
+        assert rig.worker().run_once().outcomes == {"delivered": 1}
+    (request,) = receiver.received(address.removeprefix(f"https://localhost:{receiver.port}"))
+    assert len(request.headers["webhook-signature"].split()) == 2  # old and new secret
+    # the rig's clock started at the real time, so the default (system) clock applies
+    for held in (old.secret, new.secret, [new_signing_secret(), old.secret]):
+        event = verify(request.body, request.headers, held)
+        assert (event.id, event.type) == (event_id, "webhook.test")
+    with pytest.raises(WebhookVerificationError, match="no signature matches"):
+        verify(request.body, request.headers, new_signing_secret())

@@ -78,6 +78,7 @@ DATASETS: dict[str, ReplicaDataset] = {
 #: the index tables: the current roster of each index kept, and its additions and removals
 INDEX = "index"
 INDEX_RECORDS = ("index_membership", "index_events")
+INDEX_TABLES = ("index_members", "index_events")
 #: a roster row's ticker is the member's ticker today: a ticker change re-pulls the rosters
 ROSTER_TICKER_RECORDS = ("ticker_history",)
 
@@ -127,6 +128,7 @@ class Replica:
         self.datasets = [DATASETS[d] for d in datasets if d in DATASETS]
         self.keeps_indexes = INDEX in datasets
         self.index_codes = [i.lower() for i in indexes] if indexes is not None else None
+        self._listed_indexes: list[str] | None = None
         if client is None:
             from findata_client.client import Client
 
@@ -140,11 +142,18 @@ class Replica:
         (or a previous pull was interrupted, or the feed expired our cursor), then every record
         after the stored cursor, each in its own transaction."""
         report = SyncReport()
+        self._listed_indexes = None  # asked again once per sync: an index may be new
         with self.connect(read_only=False) as con:
             self._create_tables(con)
             if self._state(con, "holds") != self._holds:
-                # new, or asked to hold other tables than it does: start over
-                self._commit_state(con, {"holds": self._holds, "cursor": None, "pull_target": None})
+                # new, or asked to hold other tables than it does: start over, without the
+                # tables it no longer keeps current
+                con.begin()
+                for table in {*DATASETS, *INDEX_TABLES} - set(self.tables):
+                    con.execute(f'DROP TABLE IF EXISTS "{table}"')
+                    con.execute(f'DROP TABLE IF EXISTS "_pull_{table}"')
+                self._set_state(con, {"holds": self._holds, "cursor": None, "pull_target": None})
+                con.commit()
             if self._state(con, "cursor") is None or self._state(con, "pull_target") is not None:
                 self._full_pull(con, report)
             while True:
@@ -166,9 +175,7 @@ class Replica:
     @property
     def tables(self) -> list[str]:
         """The data tables of the file."""
-        return [d.name for d in self.datasets] + (
-            ["index_members", "index_events"] if self.keeps_indexes else []
-        )
+        return [d.name for d in self.datasets] + (list(INDEX_TABLES) if self.keeps_indexes else [])
 
     @contextmanager
     def connect(self, *, read_only: bool = True) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -286,12 +293,15 @@ class Replica:
         unknown index names them: the API's only list of its indexes)."""
         if self.index_codes is not None:
             return self.index_codes
-        try:
-            self.client.get("/v1/index/_")
-        except BadRequestError as error:
-            listed = error.detail.partition("Available:")[2]
-            return [code.strip().lower() for code in listed.split(",") if code.strip()]
-        raise RuntimeError("the service did not list its indexes")
+        if self._listed_indexes is None:
+            try:
+                self.client.get("/v1/index/_")
+            except BadRequestError as error:
+                listed = error.detail.partition("Available:")[2]
+                self._listed_indexes = [c.strip().lower() for c in listed.split(",") if c.strip()]
+            else:
+                raise RuntimeError("the service did not list its indexes")
+        return self._listed_indexes
 
     # -- the change feed ---------------------------------------------------------------------
 
@@ -379,7 +389,7 @@ class Replica:
         if url:
             path, query = _split(url)
         else:
-            path = endpoint.paths[-1]  # the ?entity_id= form
+            path = next(p for p in endpoint.paths if "{" not in p)  # the ?entity_id= form
             query = {"entity_id": entity, "start": start or "", "end": end or ""}
         params = {**query, **dict(dataset.params), "limit": str(endpoint.max_limit)}
         try:

@@ -7,7 +7,8 @@ the secret, one per secret. A receiver accepts the request when any entry matche
 holds and the timestamp is within 5 minutes of its own clock.
 
 The signature is computed by the ``standardwebhooks`` library; the timestamp check is made here
-so that the clock can be injected (the library reads the wall clock itself).
+so that the clock and tolerance can be injected (the library's ``verify`` reads the wall clock
+and a fixed 5 minutes itself, and lets malformed signature entries escape as ``ValueError``).
 """
 
 from __future__ import annotations
@@ -23,21 +24,27 @@ from typing import Any
 
 from standardwebhooks.webhooks import Webhook
 
+__all__ = ["TOLERANCE", "WebhookEvent", "WebhookVerificationError", "verify"]
+
 TOLERANCE = dt.timedelta(minutes=5)
 
 
 class WebhookVerificationError(Exception):
-    """The delivery is not proven to come from findata: a header is missing, the timestamp is
-    outside the tolerance, or no signature matches a secret held."""
+    """The delivery is not proven to come from findata; the message says why: a header is
+    missing, the timestamp is outside the tolerance, no signature matches a secret held, or the
+    signed body is not an event."""
 
 
 @dataclass(frozen=True)
 class WebhookEvent:
-    """A verified event. ``type`` is ``data.changed`` (one per refresh that changed served data)
-    or ``webhook.test``; the fields after ``created`` are those of ``data.changed`` (None on a
-    test): the refresh's ``run_id``, ``datasets`` (per changed dataset: ``dataset`` and the counts
-    ``added``, ``changed``, ``removed``, ``rebuild``), ``cursor_from`` (as ``since``, returns this
-    refresh's records first), ``cursor_to`` (its last record) and ``changes_url``. ``raw`` is the
+    """A verified event. ``id`` is ``evt_`` + 24 hex characters (equal to ``webhook-id``, the
+    same on every retry and resend: use it to drop duplicates); ``type`` is ``data.changed`` (one
+    per refresh that changed served data) or ``webhook.test`` (the dashboard's Test), or a type a
+    later version of the service adds; ``created`` is UTC ``YYYY-MM-DDTHH:MM:SSZ``. The fields
+    after it are those of ``data.changed`` (None otherwise): the refresh's ``run_id``;
+    ``datasets``, one dict per changed dataset sorted by name, with ``dataset`` and the counts
+    ``added``, ``changed``, ``removed``, ``rebuild``; ``cursor_from`` (as ``since``, returns this
+    refresh's records first); ``cursor_to`` (its last record); ``changes_url``. ``raw`` is the
     whole body, including fields a later version of the service adds.
 
     Read the feed from your own saved cursor, not from ``cursor_from``: your cursor also covers
@@ -66,8 +73,14 @@ def verify(
     """The event of a delivery whose signature matches ``secret`` (or any of several secrets,
     while you rotate yours); raises ``WebhookVerificationError`` otherwise.
 
-    ``body`` must be the raw request body as received; header names are read in any letter case.
+    ``body`` must be the raw request body as received; header names are read in any letter
+    case; ``now`` (timezone-aware, default the system clock) is the receiver's time.
     """
+    secrets = [secret] if isinstance(secret, str) else list(secret)
+    if not secrets:
+        raise ValueError("no secret to verify with")
+    if now is not None and now.utcoffset() is None:
+        raise ValueError("now must be timezone-aware")
     received = {name.lower(): value for name, value in headers.items()}
     event_id = received.get("webhook-id")
     stamp = received.get("webhook-timestamp")
@@ -75,9 +88,11 @@ def verify(
     if not (event_id and stamp and signatures):
         raise WebhookVerificationError("missing webhook-id, webhook-timestamp or webhook-signature")
     signed_at = _timestamp(stamp, now or dt.datetime.now(dt.UTC), tolerance)
-    text = body.decode() if isinstance(body, bytes) else body
+    try:
+        text = body.decode() if isinstance(body, bytes) else body
+    except UnicodeDecodeError as exc:  # the service sends UTF-8 JSON; anything else is forged
+        raise WebhookVerificationError("the body is not UTF-8") from exc
     offered = _v1_signatures(signatures)
-    secrets = [secret] if isinstance(secret, str) else list(secret)
     for held in secrets:
         expected = _v1_signatures(Webhook(held).sign(event_id, signed_at, text))[0]
         # compare against every entry, constant-time, so timing tells nothing of the secret
@@ -91,6 +106,7 @@ def _timestamp(stamp: str, now: dt.datetime, tolerance: dt.timedelta) -> dt.date
         signed_at = dt.datetime.fromtimestamp(int(stamp), dt.UTC)
     except (ValueError, OverflowError, OSError) as exc:
         raise WebhookVerificationError(f"webhook-timestamp is not Unix seconds: {stamp!r}") from exc
+    # both ways: an old stamp is a replay or a long delay, a future one a forgery or bad clock
     if abs(now - signed_at) > tolerance:
         raise WebhookVerificationError(
             f"webhook-timestamp is more than {tolerance} from this clock (replayed or delayed)"
@@ -120,5 +136,6 @@ def _event(text: str, event_id: str) -> WebhookEvent:
         raise WebhookVerificationError("the signed body is not an event")
     if raw["id"] != event_id:
         raise WebhookVerificationError("the event's id is not the webhook-id it was sent under")
+    # unknown types and fields are kept (forward compatible): missing fields read as None
     known = {name: raw.get(name) for name in WebhookEvent.__dataclass_fields__ if name != "raw"}
     return WebhookEvent(**{**known, "created": str(raw.get("created", ""))}, raw=raw)
