@@ -87,6 +87,8 @@ def create_app(
         clock=app.state.clock,
         control_plane=app.state.engine,
         client_latest_version=settings.client_latest_version,
+        request_timeout_seconds=settings.request_timeout_seconds,
+        query_timeout_seconds=settings.query_timeout_seconds,
     )
 
     app.state.mcp = McpEndpoint(app.state.serving, app.state.accounts)

@@ -7,7 +7,8 @@ The REST routes (``api/generate.py``) and the MCP tools each turn what they rece
 2. the plan check (402), then the checks after it (the manager id of a path);
 3. the version to read (a cursor's own) and the plan's pages per query;
 4. the Free history floor (rule 7), the tickers per request, the quota (429);
-5. the cached answer, or the subjects resolved (404/409) and the endpoint's handler;
+5. the cached answer, or the subjects resolved (404/409) and the endpoint's handler, within
+   the request's time limits (504: ``api/time_limits.py``);
 6. the envelope with its next cursor, and the headers (quota, cache, client notices).
 
 An error at any step is an ``ApiError``; the front end renders it (the quota reservation is
@@ -45,6 +46,7 @@ from findata.api.published import PublishedData, Version
 from findata.api.quotas import Quotas, Ticket, entity_ids_of
 from findata.api.responses import json_bytes
 from findata.api.subjects import check_subject_count, parse_tickers, resolve_subjects
+from findata.api.time_limits import check_request_time, request_time_limit
 from findata.clock import Clock
 from findata.contracts.endpoints import EndpointContract
 from findata.contracts.plans import Plan
@@ -75,6 +77,8 @@ class Serving:
     clock: Clock
     control_plane: sa.Engine
     client_latest_version: str
+    request_timeout_seconds: float = 30.0
+    query_timeout_seconds: float = 10.0
 
 
 @dataclass(frozen=True)
@@ -132,7 +136,14 @@ def handler_for(contract: EndpointContract) -> Handler:
 
 
 def answer_data_request(serving: Serving, request: DataRequest) -> DataResponse:
-    """The answer to ``request``, every step in the spec's order (see the module's docstring)."""
+    """The answer to ``request``, every step in the spec's order (see the module's docstring),
+    within the request's time limits (``api/time_limits.py``)."""
+    with request_time_limit(serving.request_timeout_seconds, serving.query_timeout_seconds):
+        return answer_within_time_limit(serving, request)
+
+
+def answer_within_time_limit(serving: Serving, request: DataRequest) -> DataResponse:
+    """``answer_data_request``'s steps."""
     params = check_parameters_before_plan(request)
     cursor = read_cursor(serving.cursors, request)
     check_plan(request.contract, request.plan)
@@ -329,7 +340,10 @@ def cached_or_handled(
             return hit
         if call.contract.subject:
             resolve_tickers(call, *subjects)
-        return handler_for(call.contract)(call)
+        check_request_time()
+        answer = handler_for(call.contract)(call)
+        check_request_time()  # an answer built past the deadline is not sent
+        return answer
     except ApiError as error:
         if quotas is not None and ticket is not None:
             if error.status in (404, 409):

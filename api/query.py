@@ -11,6 +11,7 @@ from typing import Any
 import duckdb
 from sqlglot import exp
 
+from findata.api.time_limits import run_query
 from findata.contracts.endpoints import OrderTerm
 
 
@@ -46,14 +47,14 @@ def order_by(terms: Sequence[OrderTerm], table: str | None = None) -> list[exp.O
 def fetch_dicts(
     cursor: duckdb.DuckDBPyConnection, query: exp.Expression, binder: Binder
 ) -> list[dict[str, Any]]:
-    """Run ``query`` and return its rows as dicts in column order."""
-    result = cursor.execute(query.sql(dialect="duckdb"), binder.values)
-    names = [description[0] for description in result.description]
-    return [dict(zip(names, row, strict=True)) for row in result.fetchall()]
+    """Run ``query`` (within the request's time limits) and return its rows as dicts in column
+    order."""
+    names, rows = run_query(cursor, query.sql(dialect="duckdb"), binder.values)
+    return [dict(zip(names, row, strict=True)) for row in rows]
 
 
 def fetch_all(
     cursor: duckdb.DuckDBPyConnection, query: exp.Expression, binder: Binder
 ) -> list[tuple[Any, ...]]:
-    """Run ``query`` and return its rows as tuples."""
-    return cursor.execute(query.sql(dialect="duckdb"), binder.values).fetchall()
+    """Run ``query`` (within the request's time limits) and return its rows as tuples."""
+    return run_query(cursor, query.sql(dialect="duckdb"), binder.values)[1]

@@ -33,6 +33,17 @@ class Settings(BaseSettings):
         description="redis://… to share the response cache between workers; default: each "
         "worker caches in memory.",
     )
+    request_timeout_seconds: float = Field(
+        default=30.0,
+        gt=0,
+        description="A data request still running after this many seconds answers 504 "
+        "request_timeout (its queries are interrupted).",
+    )
+    query_timeout_seconds: float = Field(
+        default=10.0,
+        gt=0,
+        description="A DuckDB query running longer is interrupted and answers 504 query_timeout.",
+    )
     quotas_enabled: bool = Field(
         default=True,
         description="Count requests and enforce the plans' quotas (off only to measure their "
