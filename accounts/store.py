@@ -219,9 +219,17 @@ class AccountStore:
         now = self.clock.now()
         if owner.last_used_at is not None and now - owner.last_used_at < KEY_USE_RESOLUTION:
             return
+        # conditional: of many requests of one key in its first minute (each read no
+        # last_used_at), one writes and the others change nothing
+        fresh = sa.or_(
+            api_keys.c.last_used_at.is_(None),
+            api_keys.c.last_used_at < now - KEY_USE_RESOLUTION,
+        )
         with self.engine.begin() as connection:
             connection.execute(
-                api_keys.update().where(api_keys.c.id == owner.key_id).values(last_used_at=now)
+                api_keys.update()
+                .where(api_keys.c.id == owner.key_id, fresh)
+                .values(last_used_at=now)
             )
 
     def revoke_key_id(self, account_id: str, key_id: int) -> None:

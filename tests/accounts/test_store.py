@@ -310,3 +310,22 @@ def test_concurrent_key_creation_keeps_the_limit(store: AccountStore, engine: sa
     assert len(refused) == 3
     assert _active_key_ids(engine, account.id) == {one.key_id for one in created}
     assert _count(engine, api_keys) == 5
+
+
+def test_key_use_is_written_at_most_once_a_minute(store: AccountStore, clock: ManualClock) -> None:
+    """Many requests of one key read no last use before the first writes it: one write wins,
+    the others (holding the stale owner) change nothing; a minute later the next use writes."""
+    issued = store.create_key(store.create_account("busy@example.com", "pro").id)
+    stale = store.find_key(issued.key)
+    assert stale is not None and stale.last_used_at is None
+    store.note_key_use(stale)
+    first = store.find_key(issued.key)
+    assert first is not None and first.last_used_at == START
+    clock.advance(dt.timedelta(seconds=30))
+    store.note_key_use(stale)  # a concurrent request's stale read
+    again = store.find_key(issued.key)
+    assert again is not None and again.last_used_at == START
+    clock.advance(dt.timedelta(seconds=31))
+    store.note_key_use(again)
+    later = store.find_key(issued.key)
+    assert later is not None and later.last_used_at == START + dt.timedelta(seconds=61)
