@@ -19,11 +19,8 @@ import argparse
 import itertools
 import json
 import os
-import socket
 import statistics
 import subprocess
-import sys
-import tempfile
 import threading
 import time
 from collections import Counter
@@ -33,26 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-
-FINDATA = Path(sys.executable).parent / "findata"
-
-
-def _findata(home: Path, *args: str) -> str:
-    env = {**os.environ, "FINDATA_HOME": str(home)}
-    result = subprocess.run(
-        [str(FINDATA), *args], env=env, capture_output=True, text=True, check=False
-    )
-    if result.returncode != 0:
-        sys.stderr.write(result.stderr[-3000:])
-        raise SystemExit(f"findata {' '.join(args)} failed")
-    return result.stdout
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
+from served_homes import FINDATA, free_port, prepare_home
 
 Params = dict[str, Any] | Callable[[int], dict[str, Any]]
 
@@ -162,16 +140,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=8.0)
     args = parser.parse_args()
 
-    home = args.home or Path(tempfile.mkdtemp(prefix="findata-api-bench-"))
-    if not list((home / "published").glob("*.duckdb")):
-        print(f"building the small demo in {home} …", file=sys.stderr)
-        _findata(home, "demo", "--no-serve")
+    home, key = prepare_home(args.home, "findata-api-bench-")
     scenarios = json.loads((home / "demo" / "scenarios.json").read_text())
-    # Redistribution: its allowances (500,000 requests, 50,000,000 rows an hour) are not what
-    # this measures
-    email = f"bench-{os.getpid()}@example.com"
-    created = _findata(home, "keys", "create", "--email", email, "--plan", "redistribution")
-    key = json.loads(created)["key"]
 
     url, server = _serve(home, args.workers, quotas=True)
     try:
@@ -220,7 +190,7 @@ def main() -> None:
 
 def _serve(home: Path, workers: int, *, quotas: bool) -> tuple[str, subprocess.Popen[bytes]]:
     """``findata serve`` on a free port, once it answers."""
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "FINDATA_HOME": str(home), "FINDATA_QUOTAS_ENABLED": str(quotas).lower()}
     server = subprocess.Popen(
         [str(FINDATA), "serve", "--port", str(port), "--workers", str(workers)],

@@ -42,7 +42,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -58,8 +57,8 @@ from typing import Any
 import duckdb
 import httpx
 import orjson
+from served_homes import FINDATA, free_port, prepare_home
 
-FINDATA = Path(sys.executable).parent / "findata"
 FLOOR_SERVER = Path(__file__).with_name("floor_server.py")
 LIMIT = 5000  # one page carries a security's full history, on both servers
 YEAR_SHIFTS = 30  # last year: start and end each move back by 0..29 days
@@ -261,23 +260,6 @@ class Run:
     def per_second(self) -> float:
         """Completed requests per second."""
         return self.requests / self.seconds if self.seconds else 0.0
-
-
-def _findata(home: Path, *args: str) -> str:
-    env = {**os.environ, "FINDATA_HOME": str(home)}
-    result = subprocess.run(
-        [str(FINDATA), *args], env=env, capture_output=True, text=True, check=False
-    )
-    if result.returncode != 0:
-        sys.stderr.write(result.stderr[-3000:])
-        raise SystemExit(f"findata {' '.join(args)} failed")
-    return result.stdout
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def ensure_wrk() -> str:
@@ -527,18 +509,6 @@ def parse_arguments() -> argparse.Namespace:
     return args
 
 
-def prepare_home(home: Path | None) -> tuple[Path, str]:
-    """The home (the small demo built when it has no published version) and a new
-    Redistribution key: 500,000 requests a day, 50,000,000 rows an hour."""
-    home = home or Path(tempfile.mkdtemp(prefix="findata-floor-bench-"))
-    if not list((home / "published").glob("*.duckdb")):
-        print(f"building the small demo in {home} (about 2 minutes) …", file=sys.stderr)
-        _findata(home, "demo", "--no-serve")
-    email = f"bench-floor-{os.getpid()}-{int(time.time())}@example.com"
-    created = _findata(home, "keys", "create", "--email", email, "--plan", "redistribution")
-    return home, json.loads(created)["key"]
-
-
 def measure(
     args: argparse.Namespace,
     wrk: str,
@@ -587,14 +557,14 @@ def main() -> None:
     """Set up, check the floor's honesty, measure, print the table; stop every server."""
     args = parse_arguments()
     wrk = ensure_wrk()
-    home, key = prepare_home(args.home)
+    home, key = prepare_home(args.home, "findata-floor-bench-")
     logs = Path(tempfile.mkdtemp(prefix="findata-floor-logs-"))
     script = logs / "new_url_every_request.lua"
     env = {**os.environ, "FINDATA_HOME": str(home)}
 
     servers: list[Server] = []
     with servers_stopped_at_exit(servers):
-        port = _free_port()
+        port = free_port()
         command = [str(FINDATA), "serve", "--port", str(port), "--workers", "1"]
         findata = _start(
             "findata", _pinned(args.server_core, command), env, port, logs, "/v1/status"
@@ -609,7 +579,7 @@ def main() -> None:
             urls = Urls.of([row[0] for row in listed.fetchall()], as_of)
         script.write_text(textwrap.dedent(urls.lua()))
 
-        port = _free_port()
+        port = free_port()
         command = [sys.executable, str(FLOOR_SERVER), "--db", str(database), "--port", str(port)]
         probe = f"/v1/prices?entity_id={urls.ids[0]}&limit=1"
         floor = _start("floor", _pinned(args.server_core, command), env, port, logs, probe)
