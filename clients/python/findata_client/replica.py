@@ -392,12 +392,22 @@ class Replica:
             path = next(p for p in endpoint.paths if "{" not in p)  # the ?entity_id= form
             query = {"entity_id": entity, "start": start or "", "end": end or ""}
         params = {**query, **dict(dataset.params), "limit": str(endpoint.max_limit)}
-        try:
-            rows = self.client.paginate(path, params).to_list()
-        except NotFoundError:
-            return []  # the entity has no rows any more (it was removed)
+        rows = self._all_pages(path, params)
         # the endpoint answers at the entity's grain; keep only the record's entity
         return [r for r in rows if str(r[dataset.entity_column]) == entity]
+
+    def _all_pages(self, path: str, params: dict[str, str]) -> list[dict[str, Any]]:
+        """Every row of a query; none when the entity is gone (404). A walk whose version
+        stopped being served between two pages (a cursor pins its version) starts again."""
+        for _attempt in range(3):
+            try:
+                return self.client.paginate(path, params).to_list()
+            except NotFoundError:
+                return []
+            except BadRequestError as error:
+                if not error.detail.startswith("Invalid cursor"):
+                    raise
+        raise RuntimeError(f"{path}: the served version changed during three walks")
 
     def _pull_index(self, code: str) -> Roster:
         """One index's current roster and all its events."""
