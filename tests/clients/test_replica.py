@@ -29,8 +29,8 @@ from findata.contracts.endpoints import load_endpoint_contract
 from findata.orchestration.readers.security_master import read_security_master
 from findata.orchestration.refresh import run_refresh
 from findata.settings import Settings, get_settings
-from findata_client import Client
-from findata_client.replica import DATASETS, Replica, SyncReport
+from findata_client import Client, Replica
+from findata_client.replica import DATASETS, SyncReport
 from tests.api.server import RunningApi, serve, start_clock
 from tests.orchestration.landing_edits import (
     add_price_day,
