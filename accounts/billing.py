@@ -36,8 +36,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from findata.accounts.store import (
     AccountError,
-    AccountNotFound,
     AccountStore,
+    account_row,
     lock_account,
     move_to_plan,
 )
@@ -469,14 +469,6 @@ TRIAL_CLEARED: dict[str, object] = {
     "trial_ends_at": None,
     "trial_cancelled_at": None,
 }
-
-
-def account_row(connection: sa.Connection, account_id: str) -> sa.Row:
-    """The account's row (``AccountNotFound`` when there is none)."""
-    row = connection.execute(sa.select(accounts).where(accounts.c.id == account_id)).first()
-    if row is None:
-        raise AccountNotFound(f"no account {account_id}")
-    return row
 
 
 def locked_account(connection: sa.Connection, account_id: str) -> sa.Row:

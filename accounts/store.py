@@ -310,11 +310,16 @@ def _account_row(connection: sa.Connection, **where: str) -> sa.Row | None:
     return connection.execute(sa.select(accounts).where(accounts.c[column] == value)).first()
 
 
-def _account(connection: sa.Connection, *, account_id: str) -> Account:
+def account_row(connection: sa.Connection, account_id: str) -> sa.Row:
+    """The account's row (``AccountNotFound`` when there is none)."""
     row = _account_row(connection, id=account_id)
     if row is None:
         raise AccountNotFound(f"no account {account_id}")
-    return _to_account(row)
+    return row
+
+
+def _account(connection: sa.Connection, *, account_id: str) -> Account:
+    return _to_account(account_row(connection, account_id))
 
 
 def _to_account(row: sa.Row) -> Account:

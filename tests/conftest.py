@@ -23,8 +23,13 @@ from findata.orchestration.refresh import RefreshOutcome, run_refresh
 from findata.settings import get_settings
 from tests.databases import disposing_cached_engine, fresh_postgres_database
 
-# the API over real HTTP: session servers and their helpers
-pytest_plugins = ("tests.api.server", "tests.api.dashboard.server", "tests.webhooks.receiver")
+# the API over real HTTP: session servers and their helpers; the accounts' stores
+pytest_plugins = (
+    "tests.api.server",
+    "tests.api.dashboard.server",
+    "tests.webhooks.receiver",
+    "tests.accounts.stores",
+)
 
 _TEST_MODULES = pytest.StashKey[dict[str, Path]]()
 

@@ -16,7 +16,6 @@ from findata.accounts.billing import (
     Billing,
     BillingRefused,
     BillingSummary,
-    RecordingProvider,
     add_months,
     format_amount,
     load_prices,
@@ -25,7 +24,6 @@ from findata.accounts.store import AccountNotFound, AccountStore
 from findata.accounts.tables import accounts, invoices, subscription_periods
 from findata.clock import ManualClock
 from findata.contracts.plans import load_plans
-from findata.control_plane.database import engine_for
 from findata.webhooks.endpoints import WebhookEndpoints
 from findata.webhooks.signing import SecretBox
 from findata.webhooks.subscribers import receives_webhooks
@@ -38,21 +36,6 @@ DAY = dt.timedelta(days=1)
 @pytest.fixture
 def clock() -> ManualClock:
     return ManualClock(START)
-
-
-@pytest.fixture
-def engine(control_plane_url: str) -> sa.Engine:
-    return engine_for(control_plane_url)
-
-
-@pytest.fixture
-def store(engine: sa.Engine, clock: ManualClock) -> AccountStore:
-    return AccountStore(engine, clock)
-
-
-@pytest.fixture
-def billing(engine: sa.Engine, clock: ManualClock, store: AccountStore) -> Billing:
-    return Billing(engine, clock, store, RecordingProvider())
 
 
 def _active_keys(store: AccountStore, account_id: str) -> list[int]:

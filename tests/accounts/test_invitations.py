@@ -12,7 +12,7 @@ import threading
 import pytest
 import sqlalchemy as sa
 
-from findata.accounts.billing import Billing, BillingRefused, RecordingProvider, Trial
+from findata.accounts.billing import Billing, BillingRefused, Trial
 from findata.accounts.invitations import (
     InvitationRefused,
     TrialRun,
@@ -25,7 +25,6 @@ from findata.accounts.invitations import (
 from findata.accounts.store import AccountError, AccountStore
 from findata.accounts.tables import accounts, invitations, invoices, subscription_periods
 from findata.clock import ManualClock
-from findata.control_plane.database import engine_for
 from findata.control_plane.schema import account_notices
 
 START = dt.datetime(2026, 11, 22, 9, 30, tzinfo=dt.UTC)
@@ -38,21 +37,6 @@ NOTHING = TrialRun(ending_soon_notices=0, billing_started=0, returned_to_free=0)
 @pytest.fixture
 def clock() -> ManualClock:
     return ManualClock(START)
-
-
-@pytest.fixture
-def engine(control_plane_url: str) -> sa.Engine:
-    return engine_for(control_plane_url)
-
-
-@pytest.fixture
-def store(engine: sa.Engine, clock: ManualClock) -> AccountStore:
-    return AccountStore(engine, clock)
-
-
-@pytest.fixture
-def billing(engine: sa.Engine, clock: ManualClock, store: AccountStore) -> Billing:
-    return Billing(engine, clock, store, RecordingProvider())
 
 
 def _code(engine: sa.Engine, clock: ManualClock, plan: str = "pro") -> str:

@@ -31,7 +31,6 @@ from findata.accounts.logins import (
 from findata.accounts.store import AccountError, AccountNotFound, AccountStore
 from findata.accounts.tables import accounts, sign_in_attempts
 from findata.clock import ManualClock, as_utc
-from findata.control_plane.database import engine_for
 
 START = dt.datetime(2026, 11, 22, 9, 30, tzinfo=dt.UTC)
 SECRET = b"test-dashboard-secret"
@@ -64,11 +63,6 @@ def clock() -> ManualClock:
 
 
 @pytest.fixture
-def engine(control_plane_url: str) -> sa.Engine:
-    return engine_for(control_plane_url)
-
-
-@pytest.fixture
 def hasher() -> CountingHash:
     return CountingHash()
 
@@ -76,11 +70,6 @@ def hasher() -> CountingHash:
 @pytest.fixture
 def logins(engine: sa.Engine, clock: ManualClock, hasher: CountingHash) -> Logins:
     return Logins(engine, clock, SECRET, hasher=hasher)
-
-
-@pytest.fixture
-def store(engine: sa.Engine, clock: ManualClock) -> AccountStore:
-    return AccountStore(engine, clock)
 
 
 def _stored(engine: sa.Engine, account_id: str) -> sa.Row:

@@ -123,11 +123,6 @@ def clock() -> ManualClock:
 
 
 @pytest.fixture
-def engine(control_plane_url: str) -> sa.Engine:
-    return engine_for(control_plane_url)
-
-
-@pytest.fixture
 def sqlite_engine(tmp_path: Path) -> Iterator[sa.Engine]:
     engine = engine_for(f"sqlite:///{tmp_path}/c.sqlite")
     yield engine

@@ -22,7 +22,6 @@ from findata.accounts.store import (
 )
 from findata.accounts.tables import accounts, api_keys
 from findata.clock import ManualClock
-from findata.control_plane.database import engine_for
 
 START = dt.datetime(2026, 11, 22, 9, 30, tzinfo=dt.UTC)
 KEY_FORMAT = re.compile(r"fdk_[0-9a-f]{32}")
@@ -31,16 +30,6 @@ KEY_FORMAT = re.compile(r"fdk_[0-9a-f]{32}")
 @pytest.fixture
 def clock() -> ManualClock:
     return ManualClock(START)
-
-
-@pytest.fixture
-def engine(control_plane_url: str) -> sa.Engine:
-    return engine_for(control_plane_url)
-
-
-@pytest.fixture
-def store(engine: sa.Engine, clock: ManualClock) -> AccountStore:
-    return AccountStore(engine, clock)
 
 
 def _count(engine: sa.Engine, table: sa.Table) -> int:

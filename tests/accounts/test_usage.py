@@ -6,18 +6,11 @@ from __future__ import annotations
 import datetime as dt
 import threading
 
-import pytest
 import sqlalchemy as sa
 
 from findata.accounts.usage import add_usage, next_window_start, usage_in_window, window_start
-from findata.control_plane.database import engine_for
 
 NOON = dt.datetime(2026, 11, 22, 12, 15, 30, 250_000, tzinfo=dt.UTC)
-
-
-@pytest.fixture
-def engine(control_plane_url: str) -> sa.Engine:
-    return engine_for(control_plane_url)
 
 
 def _add(engine: sa.Engine, subject: str, now: dt.datetime, requests: int, rows: int = 0) -> None:
