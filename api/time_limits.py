@@ -6,13 +6,16 @@ query limit or past the request's deadline, whichever comes first, and the handl
 the deadline between them (``check_request_time``). A query stopped at its own limit answers
 ``query_timeout``; anything stopped by the request's deadline answers ``request_timeout``.
 
-The limits are wall-clock durations (the service's CPU is what they protect), not the app's
-injectable calendar clock. The deadline travels in a context variable, so the query helpers need
-no extra argument; a query outside a request (tests, scripts) runs without a limit.
+One watchdog thread per process fires the interrupts. The limits are wall-clock durations (the
+service's CPU is what they protect), not the app's injectable calendar clock. The deadline
+travels in a context variable, so the query helpers need no extra argument; a query outside a
+request (tests, scripts) runs without a limit.
 """
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import threading
 import time
 from collections.abc import Iterator
@@ -72,14 +75,64 @@ def run_query(
     if remaining <= 0:
         raise ApiError("request_timeout")
     query_limited = deadline.query_seconds <= remaining
-    # the interrupt comes from a timer thread; cancel() after the rows are read disarms it
-    timer = threading.Timer(min(deadline.query_seconds, remaining), cursor.interrupt)
-    timer.daemon = True
-    timer.start()
+    alarm = _WATCHDOG.arm(time.monotonic() + min(deadline.query_seconds, remaining), cursor)
     try:
         result = cursor.execute(sql, values)
         return [d[0] for d in result.description], result.fetchall()
     except duckdb.InterruptException:
         raise ApiError("query_timeout" if query_limited else "request_timeout") from None
     finally:
-        timer.cancel()
+        _WATCHDOG.disarm(alarm)
+
+
+class _Watchdog:
+    """One thread per process that interrupts the queries whose time is up (a thread per query
+    would cost its start on every query of the hot path). Started on the first query."""
+
+    def __init__(self) -> None:
+        self._due: list[tuple[float, int, duckdb.DuckDBPyConnection]] = []
+        self._armed: set[int] = set()
+        self._count = itertools.count()
+        self._wake = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    def arm(self, when: float, cursor: duckdb.DuckDBPyConnection) -> int:
+        """Interrupt ``cursor`` at ``when`` (``time.monotonic``) unless disarmed first."""
+        alarm = next(self._count)
+        with self._wake:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="query-watchdog")
+                self._thread.daemon = True
+                self._thread.start()
+            heapq.heappush(self._due, (when, alarm, cursor))
+            self._armed.add(alarm)
+            self._wake.notify()
+        return alarm
+
+    def disarm(self, alarm: int) -> None:
+        """The query ended: never interrupt it (its heap entry is dropped when it comes due)."""
+        with self._wake:
+            self._armed.discard(alarm)
+
+    def _run(self) -> None:
+        with self._wake:
+            while True:
+                while self._due and self._due[0][1] not in self._armed:
+                    heapq.heappop(self._due)  # disarmed: the query ended in time
+                if not self._due:
+                    self._wake.wait()
+                    continue
+                when, alarm, cursor = self._due[0]
+                wait = when - time.monotonic()
+                if wait > 0:
+                    self._wake.wait(wait)
+                    continue
+                heapq.heappop(self._due)
+                self._armed.discard(alarm)
+                # under the lock: a query ending now waits in disarm() until this call has
+                # returned, so the interrupt cannot reach the cursor's next query
+                # (and DuckDB clears an interrupt that found no query running)
+                cursor.interrupt()
+
+
+_WATCHDOG = _Watchdog()
