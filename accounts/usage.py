@@ -1,7 +1,10 @@
-"""Usage counters per subject (an account id) and UTC window: requests and rows.
+"""Usage counters per subject (an account id) and UTC window: requests and rows, on the control
+plane.
 
 One row per subject, window kind and window start; adding is one atomic upsert, so counts stay
-exact with many workers on SQLite or PostgreSQL.
+exact with many workers on SQLite or PostgreSQL. These are the durable counts: the counters that
+admit requests (``accounts/counters.py``) either run their transactions here or keep the live
+counts elsewhere and write what they add here in batches (:func:`write_batch`).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from findata.accounts.tables import usage_counters, usage_distinct, usage_log
 from findata.clock import as_utc
 
 Window = Literal["day", "hour"]
+WINDOWS: tuple[Window, Window] = ("day", "hour")
 
 
 def window_start(now: dt.datetime, window: Window) -> dt.datetime:
@@ -101,6 +105,31 @@ class Reserved:
 Refusal = Literal["requests_day", "requests_hour", "requests_hour_again", "rows_day", "rows_hour"]
 
 
+@dataclass
+class Count:
+    """One window's counts (or what a batch adds to them)."""
+
+    requests: int = 0
+    rows: int = 0
+    refused: int = 0
+
+
+def refusal_of(day: Count, hour: Count, cost: int, limits: Limits) -> Refusal | None:
+    """Which allowance refuses ``cost`` more requests on these counts, or None: rows first (a
+    request that would pass the row allowance is refused before any request limit), then the
+    day's requests, then the hour's (a second hourly refusal is ``requests_hour_again``; the
+    caller counts the refusal)."""
+    if limits.rows_per_day is not None and day.rows >= limits.rows_per_day:
+        return "rows_day"
+    if limits.rows_per_hour is not None and hour.rows >= limits.rows_per_hour:
+        return "rows_hour"
+    if day.requests + cost > limits.requests_per_day:
+        return "requests_day"
+    if limits.requests_per_hour is not None and hour.requests + cost > limits.requests_per_hour:
+        return "requests_hour_again" if hour.refused else "requests_hour"
+    return None
+
+
 def reserve(
     connection: sa.Connection, subject: str, now: dt.datetime, cost: int, limits: Limits
 ) -> Reserved | Refusal:
@@ -126,20 +155,16 @@ def reserve(
         if connection.dialect.name == "postgresql":
             query = query.with_for_update()
         rows[window] = connection.execute(query).one()
-    day, hour = rows["day"], rows["hour"]
-    if limits.rows_per_day is not None and day.rows >= limits.rows_per_day:
-        return "rows_day"
-    if limits.rows_per_hour is not None and hour.rows >= limits.rows_per_hour:
-        return "rows_hour"
-    if day.requests + cost > limits.requests_per_day:
-        return "requests_day"
-    if limits.requests_per_hour is not None and hour.requests + cost > limits.requests_per_hour:
+    day, hour = (Count(r.requests, r.rows, r.refused) for r in (rows["day"], rows["hour"]))
+    refusal = refusal_of(day, hour, cost, limits)
+    if refusal in ("requests_hour", "requests_hour_again"):
         connection.execute(
             usage_counters.update()
             .where(_counter(subject, "hour", keys["hour"]))
             .values(refused=usage_counters.c.refused + 1)
         )
-        return "requests_hour_again" if hour.refused else "requests_hour"
+    if refusal is not None:
+        return refusal
     for window, start in keys.items():
         connection.execute(
             usage_counters.update()
@@ -147,6 +172,38 @@ def reserve(
             .values(requests=usage_counters.c.requests + cost)
         )
     return Reserved(now, day.requests + cost, hour.requests + cost, day.rows, hour.rows)
+
+
+def read_count(
+    connection: sa.Connection, subject: str, window: Window, start: dt.datetime
+) -> Count:
+    """The durable counts of one window (zeros when nothing was counted)."""
+    row = connection.execute(
+        sa.select(usage_counters.c.requests, usage_counters.c.rows, usage_counters.c.refused).where(
+            _counter(subject, window, start)
+        )
+    ).first()
+    return Count() if row is None else Count(row.requests, row.rows, row.refused)
+
+
+def read_distinct(connection: sa.Connection, subject: str, day: dt.date, kind: str) -> set[str]:
+    """The values of ``kind`` recorded for the subject on ``day``."""
+    return set(
+        connection.execute(
+            sa.select(usage_distinct.c.value).where(
+                usage_distinct.c.subject == subject,
+                usage_distinct.c.day == day,
+                usage_distinct.c.kind == kind,
+            )
+        ).scalars()
+    )
+
+
+def forget_counts(connection: sa.Connection, subject: str) -> None:
+    """Delete the subject's request and row counts and its distinct values (its call log
+    stays: it is history, not allowance)."""
+    connection.execute(usage_counters.delete().where(usage_counters.c.subject == subject))
+    connection.execute(usage_distinct.delete().where(usage_distinct.c.subject == subject))
 
 
 def release(connection: sa.Connection, subject: str, at: dt.datetime, cost: int) -> None:

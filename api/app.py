@@ -17,6 +17,7 @@ from starlette.exceptions import HTTPException
 from starlette.responses import Response
 from starlette.routing import Route
 
+from findata.accounts.counters import usage_counters_for
 from findata.accounts.store import AccountStore
 from findata.api.auth import authenticate, read_key
 from findata.api.cache import response_cache
@@ -48,6 +49,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     """What runs while the app serves: the MCP transports' task groups."""
     async with app.state.mcp.running():
         yield
+    app.state.counters.close()  # the usage counted but not yet written
 
 
 def create_app(
@@ -74,8 +76,16 @@ def create_app(
     )
     app.state.cursors = CursorCodec(cursor_secret(settings.cursor_secret, settings.home_dir))
     app.state.cache = response_cache(settings.cache_url)
+    app.state.counters = usage_counters_for(
+        settings.counters_kind, app.state.engine, settings.cache_url
+    )
     app.state.quotas = (
-        Quotas(app.state.engine, app.state.clock, time.sleep if sleep is None else sleep)
+        Quotas(
+            app.state.counters,
+            app.state.engine,
+            app.state.clock,
+            time.sleep if sleep is None else sleep,
+        )
         if settings.quotas_enabled
         else None
     )
@@ -86,6 +96,7 @@ def create_app(
         quotas=app.state.quotas,
         clock=app.state.clock,
         control_plane=app.state.engine,
+        counters=app.state.counters,
         client_latest_version=settings.client_latest_version,
         request_timeout_seconds=settings.request_timeout_seconds,
         query_timeout_seconds=settings.query_timeout_seconds,
@@ -103,7 +114,7 @@ def create_app(
     app.add_middleware(FrontDoor)
 
     app.include_router(contract_router())
-    mount_dashboard(app, settings, app.state.clock, app.state.accounts)
+    mount_dashboard(app, settings, app.state.clock, app.state.accounts, app.state.counters)
     return app
 
 

@@ -19,12 +19,13 @@ import duckdb
 import sqlalchemy as sa
 from sqlglot import exp
 
+from findata.accounts.counters import UsageCounters
 from findata.accounts.store import KeyOwner
 from findata.api.errors import BadRequest
 from findata.api.params import RequestParams
 from findata.api.published import Version
-from findata.api.query import Binder, fetch_dicts
-from findata.api.resolution import Resolution
+from findata.api.query import Binder, fetch_dicts, fetch_dicts_of_sql, slot
+from findata.api.resolution import Resolution, SubjectDirectory
 from findata.contracts.endpoints import EndpointContract
 from findata.contracts.plans import Plan
 
@@ -48,6 +49,7 @@ class EndpointCall:
     plan: Plan | None
     path: dict[str, str]
     data: duckdb.DuckDBPyConnection
+    directory: SubjectDirectory  # the version's entities and tickers, in memory
     version: Version
     control_plane: sa.Engine
     today: dt.date
@@ -108,6 +110,7 @@ class ServiceCall:
     contract: EndpointContract
     owner: KeyOwner | None
     control_plane: sa.Engine
+    counters: UsageCounters
     now: dt.datetime
 
 
@@ -151,3 +154,18 @@ def page_answer(
 def ordered_page(call: EndpointCall, query: exp.Select, binder: Binder) -> EndpointAnswer:
     """One cursor page of an ordered ``query``."""
     return page_answer(call, *fetch_page(call, query, binder))
+
+
+def paged(query: exp.Select) -> str:
+    """The SQL of one page of an ordered ``query`` built once per shape: ``$page_limit`` rows
+    (one more than the page, to know whether another follows) from ``$page_offset``."""
+    return query.limit(slot("page_limit")).offset(slot("page_offset")).sql(dialect="duckdb")
+
+
+def ordered_page_of_sql(call: EndpointCall, sql: str, values: dict[str, Any]) -> EndpointAnswer:
+    """One cursor page of SQL text from :func:`paged`, with this request's ``values``."""
+    assert call.page is not None
+    page = {"page_limit": call.page.limit + 1, "page_offset": call.page.offset}
+    rows = fetch_dicts_of_sql(call.data, sql, {**values, **page})
+    following = rows[call.page.limit] if len(rows) > call.page.limit else None
+    return page_answer(call, rows[: call.page.limit], following)

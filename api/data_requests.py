@@ -23,6 +23,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from findata.accounts.counters import UsageCounters
 from findata.accounts.store import KeyOwner
 from findata.api.cache import CachedAnswer, ResponseCache, cache_key
 from findata.api.calls import EndpointAnswer, EndpointCall, PageWindow, endpoint_handle
@@ -42,7 +43,7 @@ from findata.api.params import (
     validate_parameters,
     validate_path_parameter,
 )
-from findata.api.published import PublishedData, Version
+from findata.api.published import Lease, PublishedData, Version
 from findata.api.quotas import Quotas, Ticket, entity_ids_of
 from findata.api.responses import json_bytes
 from findata.api.subjects import check_subject_count, parse_tickers, resolve_subjects
@@ -76,6 +77,7 @@ class Serving:
     quotas: Quotas | None
     clock: Clock
     control_plane: sa.Engine
+    counters: UsageCounters
     client_latest_version: str
     request_timeout_seconds: float = 30.0
     query_timeout_seconds: float = 10.0
@@ -152,7 +154,7 @@ def answer_within_time_limit(serving: Serving, request: DataRequest) -> DataResp
     check_pages_per_query(cursor, request.plan)
     lease = serving.published.lease(version)  # released when the handler is done, whatever
     try:
-        call = endpoint_call(serving, request, params, version, lease.cursor, cursor)
+        call = endpoint_call(serving, request, params, version, lease, cursor)
         apply_history_floor(call)
         subjects = subjects_sent(call)
         check_tickers_per_request(call, subjects)
@@ -221,7 +223,7 @@ def endpoint_call(
     request: DataRequest,
     params: RequestParams,
     version: Version,
-    data: Any,
+    lease: Lease,
     cursor: CursorState | None,
 ) -> EndpointCall:
     """What the handler gets: the validated parameters, the version's data and the page."""
@@ -231,7 +233,8 @@ def endpoint_call(
         owner=request.owner,
         plan=request.plan,
         path=dict(request.path_values),
-        data=data,
+        data=lease.cursor,
+        directory=lease.directory,
         version=version,
         control_plane=serving.control_plane,
         today=serving.clock.now().date(),
@@ -370,7 +373,7 @@ def resolve_tickers(call: EndpointCall, tickers: list[str], entity_ids: list[int
     )
     on = min(on, call.today) if on else call.today
     call.subject_date = on
-    call.subjects = resolve_subjects(call.data, subject, tickers, entity_ids, on)
+    call.subjects = resolve_subjects(call.directory, subject, tickers, entity_ids, on)
     call.warnings += call.subjects.warnings
 
 

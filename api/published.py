@@ -19,6 +19,7 @@ from pathlib import Path
 import duckdb
 import sqlalchemy as sa
 
+from findata.api.resolution import SubjectDirectory
 from findata.change_cursor import encode_change_cursor
 from findata.clock import Clock, SystemClock
 from findata.control_plane import schema
@@ -43,6 +44,7 @@ KEEP_OLD_VERSIONS = 2
 @dataclass
 class _OpenVersion:
     connection: duckdb.DuckDBPyConnection
+    directory: SubjectDirectory
     last_used: dt.datetime
     leases: int = 0
 
@@ -50,8 +52,15 @@ class _OpenVersion:
 class Lease:
     """A request's own cursor on a version, until ``release`` (DuckDB cursors are per thread)."""
 
-    def __init__(self, owner: PublishedData, label: str, cursor: duckdb.DuckDBPyConnection):
+    def __init__(
+        self,
+        owner: PublishedData,
+        label: str,
+        cursor: duckdb.DuckDBPyConnection,
+        directory: SubjectDirectory,
+    ) -> None:
         self.cursor = cursor
+        self.directory = directory  # the version's entities and tickers, in memory
         self._owner = owner
         self._label = label
         self._released = False
@@ -80,6 +89,7 @@ class PublishedData:
         self._idle = idle
         self._open: dict[str, _OpenVersion] = {}
         self._current_label: str | None = None
+        self._change_cursors: dict[int, str] = {}
         self._lock = threading.Lock()
 
     def current(self) -> Version | None:
@@ -105,13 +115,17 @@ class PublishedData:
 
     def change_cursor(self, version: Version) -> str:
         """Where a client of ``version``'s data starts the change feed: after the last record
-        of that version or an earlier one."""
-        records = schema.change_records
-        with self.engine.connect() as connection:
-            last = connection.execute(
-                sa.select(sa.func.max(records.c.id)).where(records.c.version_id <= version.id)
-            ).scalar_one()
-        return encode_change_cursor(last or 0)
+        of that version or an earlier one (read once per version: a published version's
+        records never change, and later ones get higher ids)."""
+        cursor = self._change_cursors.get(version.id)
+        if cursor is None:
+            records = schema.change_records
+            with self.engine.connect() as connection:
+                last = connection.execute(
+                    sa.select(sa.func.max(records.c.id)).where(records.c.version_id <= version.id)
+                ).scalar_one()
+            cursor = self._change_cursors[version.id] = encode_change_cursor(last or 0)
+        return cursor
 
     def lease(self, version: Version) -> Lease:
         """A cursor of its own on ``version``, opening the version's file if it is not open;
@@ -120,10 +134,12 @@ class PublishedData:
             entry = self._open.get(version.label)
             if entry is None:
                 connection = duckdb.connect(str(version.path), read_only=True)
-                entry = _OpenVersion(connection, last_used=self._clock.now())
+                with connection.cursor() as cursor:
+                    directory = SubjectDirectory.load(cursor)
+                entry = _OpenVersion(connection, directory, last_used=self._clock.now())
                 self._open[version.label] = entry
             entry.leases += 1
-            return Lease(self, version.label, entry.connection.cursor())
+            return Lease(self, version.label, entry.connection.cursor(), entry.directory)
 
     def open_labels(self) -> set[str]:
         """The versions this worker holds a connection to."""

@@ -31,6 +31,12 @@ class Binder:
         return [self(value) for value in values]
 
 
+def slot(name: str) -> exp.Placeholder:
+    """A named placeholder (``$name``) for SQL built once per shape of request: the values are
+    bound by name on each request, so the text never depends on them."""
+    return exp.Placeholder(this=name)
+
+
 def column(name: str, table: str | None = None) -> exp.Column:
     """A column reference."""
     return exp.column(name, table=table)
@@ -50,6 +56,14 @@ def fetch_dicts(
     """Run ``query`` (within the request's time limits) and return its rows as dicts in column
     order."""
     names, rows = run_query(cursor, query.sql(dialect="duckdb"), binder.values)
+    return [dict(zip(names, row, strict=True)) for row in rows]
+
+
+def fetch_dicts_of_sql(
+    cursor: duckdb.DuckDBPyConnection, sql: str, values: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """Run SQL text built once per shape (see :func:`slot`) with this request's ``values``."""
+    names, rows = run_query(cursor, sql, values)
     return [dict(zip(names, row, strict=True)) for row in rows]
 
 

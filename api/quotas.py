@@ -2,10 +2,11 @@
 clock hour, rows per hour and day, distinct entities and index ``as_of`` dates per day, per
 account (all its keys) or, without a key, per IP address.
 
-A request is admitted by reserving its cost (one per ticker or entity_id, per page) in one
-control-plane transaction, all or nothing; a request refused afterwards (a 400 from the handler)
-gives its reservation back; a 200, 404, 409 or 5xx keeps it. Rows and entities are added once
-the answer is known. Time comes from the app's clock; slow-downs call an injectable ``sleep``.
+A request is admitted by reserving its cost (one per ticker or entity_id, per page) on the
+usage counters (``accounts/counters.py``: in memory, in Redis or in the database, as the
+settings choose), all or nothing; a request refused afterwards (a 400 from the handler) gives
+its reservation back; a 200, 404, 409 or 5xx keeps it. Rows and entities are added once the
+answer is known. Time comes from the app's clock; slow-downs call an injectable ``sleep``.
 """
 
 from __future__ import annotations
@@ -17,19 +18,10 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from findata.accounts.counters import AnsweredCall, UsageCounters
 from findata.accounts.store import KeyOwner
 from findata.accounts.tables import blocked_ips
-from findata.accounts.usage import (
-    Limits,
-    Reserved,
-    add_distinct,
-    add_rows,
-    count_distinct,
-    log_call,
-    next_window_start,
-    release,
-    reserve,
-)
+from findata.accounts.usage import Limits, Reserved, next_window_start
 from findata.api.errors import ApiError
 from findata.clock import Clock
 from findata.contracts.plans import Plan, keyless_limits
@@ -72,10 +64,13 @@ class Ticket:
 
 
 class Quotas:
-    """Admission and accounting on one control plane."""
+    """Admission and accounting on one set of usage counters."""
 
-    def __init__(self, engine: sa.Engine, clock: Clock, sleep: Sleep) -> None:
-        self.engine = engine
+    def __init__(
+        self, counters: UsageCounters, engine: sa.Engine, clock: Clock, sleep: Sleep
+    ) -> None:
+        self.counters = counters
+        self.engine = engine  # the blocked addresses
         self.clock = clock
         self.sleep = sleep
 
@@ -92,16 +87,14 @@ class Quotas:
             limits = Limits(
                 plan.requests_per_day, plan.requests_per_hour, plan.rows_per_day, plan.rows_per_hour
             )
-        with self.engine.begin() as connection:
-            outcome = reserve(connection, subject, now, cost, limits)
+        outcome = self.counters.reserve(subject, now, cost, limits)
         if isinstance(outcome, str):
             raise _refusal(outcome, limits, now, keyless=owner is None)
         return Ticket(subject, cost, outcome, limits, owner is not None, plan)
 
     def give_back(self, ticket: Ticket) -> None:
         """The request was refused after admission (a 400 or 402): it uses nothing."""
-        with self.engine.begin() as connection:
-            release(connection, ticket.subject, ticket.reserved.at, ticket.cost)
+        self.counters.release(ticket.subject, ticket.reserved.at, ticket.cost)
 
     def settle(
         self,
@@ -114,22 +107,20 @@ class Quotas:
         cached: bool = False,
     ) -> dict[str, str]:
         """Count an answered request: rows (not for cached answers), distinct entities, the
-        usage log; Free's slow-down after many entities. The headers the answer carries."""
-        at = ticket.reserved.at
+        usage log; the slow-downs of a 200 (Free's after many entities, every plan's near
+        the daily allowance). The headers the answer carries."""
         counted_rows = 0 if cached else rows
-        with self.engine.begin() as connection:
-            rows_today = add_rows(connection, ticket.subject, at, counted_rows)
-            entities_today = add_distinct(
-                connection, ticket.subject, at.date(), "entity", [str(i) for i in entity_ids]
-            )
-            log_call(connection, ticket.subject, at, endpoint, status, ticket.cost, counted_rows)
+        call = AnsweredCall(endpoint, status, ticket.cost, counted_rows)
+        entities = [str(i) for i in entity_ids]
+        rows_today, entities_today = self.counters.count_answer(
+            ticket.subject, ticket.reserved.at, call, entities
+        )
         headers = ticket.rate_limit_headers()
         if ticket.keyed and status == 200 and not cached:
             headers["X-Rows-Today"] = str(rows_today)
             headers["X-Entities-Today"] = str(entities_today)
-        slowdown = ticket.plan.slowdowns.entities if ticket.plan else None
-        if slowdown is not None and status == 200:
-            delay = slowdown.delay(entities_today)
+        if status == 200:
+            delay = self._slowdown(ticket, entities_today)
             if delay > 0:
                 self.sleep(delay)
         return headers
@@ -144,15 +135,28 @@ class Quotas:
             return
         day = self.clock.now().date()
         subject = owner.account.id
-        with self.engine.begin() as connection:
-            if count_distinct(connection, subject, day, "as_of") >= allowance:
-                raise ApiError("asof_limit_exceeded")
-            used = add_distinct(connection, subject, day, "as_of", [as_of.isoformat()])
+        if self.counters.count_distinct(subject, day, "as_of") >= allowance:
+            raise ApiError("asof_limit_exceeded")
+        used = self.counters.add_distinct(subject, day, "as_of", [as_of.isoformat()])
         slowdown = plan.slowdowns.index_as_of
         if slowdown is not None:
             delay = slowdown.delay(used, allowance)
             if delay > 0:
                 self.sleep(delay)
+
+    @staticmethod
+    def _slowdown(ticket: Ticket, entities_today: int) -> float:
+        """The longer of the plan's waits for this answer (keyless answers never wait)."""
+        if ticket.plan is None:
+            return 0.0
+        slowdowns = ticket.plan.slowdowns
+        delays = [0.0]
+        if slowdowns.entities is not None:
+            delays.append(slowdowns.entities.delay(entities_today))
+        if slowdowns.daily_requests is not None:
+            used = ticket.reserved.requests_day
+            delays.append(slowdowns.daily_requests.delay(used, ticket.limits.requests_per_day))
+        return max(delays)
 
     def _refuse_blocked(self, ip: str) -> None:
         with self.engine.connect() as connection:

@@ -18,7 +18,7 @@ from typing import Any, Literal
 import duckdb
 from sqlglot import exp
 
-from findata.api.query import Binder, column, fetch_dicts
+from findata.api.query import Binder, column
 
 Grain = Literal["security", "company"]
 
@@ -50,7 +50,7 @@ class Resolution:
 
 
 def resolve_tickers(
-    cursor: duckdb.DuckDBPyConnection,
+    directory: SubjectDirectory,
     tickers: list[str],
     on: dt.date,
     grain: Grain,
@@ -62,7 +62,7 @@ def resolve_tickers(
     securities named) or as the companies' entity ids. A ticker first used after ``on`` names
     what it named first (data endpoints: an empty window), or nothing (resolve: what the ticker
     named on that day)."""
-    periods = _periods(cursor, tickers, on, before_first_use == "first")
+    periods = directory.periods_on(tickers, on, first_if_later=before_first_use == "first")
     resolution = Resolution()
     for ticker in tickers:
         rows = periods.get(ticker, [])
@@ -89,7 +89,7 @@ def resolve_tickers(
         resolution.resolved[ticker] = issuers
         resolution.securities[ticker] = sorted({r["entity_id"] for r in securities})
         if len({r["entity_id"] for r in securities}) > 1:
-            classes = _class_tickers(cursor, issuers[0], on)
+            classes = directory.class_tickers(issuers[0], on)
             resolution.warnings.append(
                 SHARE_CLASS_WARNING.format(
                     ticker=ticker,
@@ -114,59 +114,79 @@ def candidate(row: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def known_entities(cursor: duckdb.DuckDBPyConnection, entity_ids: list[int]) -> dict[int, dict]:
-    """The entities among ``entity_ids`` that exist, with their grain and issuer."""
-    binder = Binder()
-    query = (
-        exp.select("entity_id", "entity_grain", "issuer_entity_id", "name", "ticker")
-        .from_("entities")
-        .where(column("entity_id").isin(*binder.each(entity_ids)))
-    )
-    return {row["entity_id"]: row for row in fetch_dicts(cursor, query, binder)}
+ENTITIES_SQL = (
+    "SELECT entity_id, entity_grain, issuer_entity_id, name, ticker, last_price_date FROM entities"
+)
+PERIODS_SQL = (
+    "SELECT h.ticker, h.entity_id, h.valid_from, h.valid_to, h.entity_grain, "
+    "h.issuer_entity_id, h.ticker_kind, h.share_class, h.exchange, e.name, e.last_price_date, "
+    "i.name AS issuer_name "
+    "FROM ticker_history AS h JOIN entities AS e ON e.entity_id = h.entity_id "
+    "JOIN entities AS i ON i.entity_id = h.issuer_entity_id ORDER BY h.ticker, h.entity_id"
+)
 
 
-def _periods(
-    cursor: duckdb.DuckDBPyConnection, tickers: list[str], on: dt.date, first_if_later: bool
-) -> dict[str, list[dict[str, Any]]]:
-    """Per ticker, the periods holding ``on``; else those that ended last before it; else
-    those that began first after it."""
-    binder = Binder()
-    query = (
-        exp.select(
-            "h.ticker",
-            "h.entity_id",
-            "h.valid_from",
-            "h.valid_to",
-            "h.entity_grain",
-            "h.issuer_entity_id",
-            "h.share_class",
-            "h.exchange",
-            "e.name",
-            "e.last_price_date",
-            exp.alias_(column("name", "i"), "issuer_name"),
+class SubjectDirectory:
+    """The entities and ticker periods of one published version, in memory: resolving a
+    request's tickers and entity ids reads no table. Loaded once per version and worker
+    (``api/published.py``); its rows are shared, never to be changed."""
+
+    def __init__(self, entities: list[dict[str, Any]], periods: list[dict[str, Any]]) -> None:
+        self._entities = {row["entity_id"]: row for row in entities}
+        self._by_ticker: dict[str, list[dict[str, Any]]] = {}
+        self._by_issuer: dict[int, list[dict[str, Any]]] = {}
+        for row in periods:  # in ticker, entity order
+            self._by_ticker.setdefault(row["ticker"], []).append(row)
+            self._by_issuer.setdefault(row["issuer_entity_id"], []).append(row)
+
+    @classmethod
+    def load(cls, cursor: duckdb.DuckDBPyConnection) -> SubjectDirectory:
+        """Read a version's ``entities`` and ``ticker_history`` (the service's own reading,
+        once per version: not bound by the time limits of the request that opens it)."""
+        return cls(_all_rows(cursor, ENTITIES_SQL), _all_rows(cursor, PERIODS_SQL))
+
+    def entities_among(self, entity_ids: list[int]) -> dict[int, dict[str, Any]]:
+        """The entities among ``entity_ids`` that exist, with their grain and issuer."""
+        return {i: self._entities[i] for i in entity_ids if i in self._entities}
+
+    def periods_on(
+        self, tickers: list[str], on: dt.date, *, first_if_later: bool
+    ) -> dict[str, list[dict[str, Any]]]:
+        """Per ticker, the periods holding ``on``; else those that ended last before it; else
+        (``first_if_later``) those that began first after it."""
+        chosen = {}
+        for ticker in tickers:
+            rows = self._by_ticker.get(ticker)
+            if not rows:
+                continue
+            started = [r for r in rows if r["valid_from"] <= on]
+            current = [r for r in started if r["valid_to"] is None or r["valid_to"] >= on]
+            if current:
+                chosen[ticker] = current
+            elif started:
+                last_end = max(r["valid_to"] for r in started)
+                chosen[ticker] = [r for r in started if r["valid_to"] == last_end]
+            elif first_if_later:
+                first_start = min(r["valid_from"] for r in rows)
+                chosen[ticker] = [r for r in rows if r["valid_from"] == first_start]
+        return chosen
+
+    def class_tickers(self, issuer: int, on: dt.date) -> list[str]:
+        """The own tickers of the issuer's securities on ``on``, sorted."""
+        return sorted(
+            r["ticker"]
+            for r in self._by_issuer.get(issuer, [])
+            if r["ticker_kind"] == "own"
+            and r["entity_grain"] == "security"
+            and r["valid_from"] <= on
+            and (r["valid_to"] is None or r["valid_to"] >= on)
         )
-        .from_(exp.alias_(exp.to_table("ticker_history"), "h"))
-        .join("entities AS e", on="e.entity_id = h.entity_id")
-        .join("entities AS i", on="i.entity_id = h.issuer_entity_id")
-        .where(column("ticker", "h").isin(*binder.each(tickers)))
-        .order_by("h.ticker", "h.entity_id")
-    )
-    by_ticker: dict[str, list[dict[str, Any]]] = {}
-    for row in fetch_dicts(cursor, query, binder):
-        by_ticker.setdefault(row["ticker"], []).append(row)
-    chosen = {}
-    for ticker, rows in by_ticker.items():
-        started = [r for r in rows if r["valid_from"] <= on]
-        current = [r for r in started if r["valid_to"] is None or r["valid_to"] >= on]
-        if current:
-            chosen[ticker] = current
-        elif started:
-            last_end = max(r["valid_to"] for r in started)
-            chosen[ticker] = [r for r in started if r["valid_to"] == last_end]
-        elif first_if_later:
-            first_start = min(r["valid_from"] for r in rows)
-            chosen[ticker] = [r for r in rows if r["valid_from"] == first_start]
-    return chosen
+
+
+def _all_rows(cursor: duckdb.DuckDBPyConnection, sql: str) -> list[dict[str, Any]]:
+    result = cursor.execute(sql)
+    names = [d[0] for d in result.description]
+    return [dict(zip(names, row, strict=True)) for row in result.fetchall()]
 
 
 def valid_on(on: dt.date, binder: Binder) -> exp.Expression:
@@ -178,17 +198,3 @@ def valid_on(on: dt.date, binder: Binder) -> exp.Expression:
             exp.GTE(this=column("valid_to"), expression=binder(on)),
         ),
     )
-
-
-def _class_tickers(cursor: duckdb.DuckDBPyConnection, issuer: int, on: dt.date) -> list[str]:
-    binder = Binder()
-    query = (
-        exp.select("ticker")
-        .from_("ticker_history")
-        .where(column("issuer_entity_id").eq(binder(issuer)))
-        .where(column("ticker_kind").eq(binder("own")))
-        .where(column("entity_grain").eq(binder("security")))
-        .where(valid_on(on, binder))
-        .order_by("ticker")
-    )
-    return [row["ticker"] for row in fetch_dicts(cursor, query, binder)]

@@ -24,7 +24,13 @@ def answer_request(serving: Serving, request: DataRequest) -> DataResponse:
 
 def answer_service_request(serving: Serving, request: DataRequest) -> DataResponse:
     """The handler's body with its ``Cache-Control`` and the client version notices."""
-    call = ServiceCall(request.contract, request.owner, serving.control_plane, serving.clock.now())
+    call = ServiceCall(
+        request.contract,
+        request.owner,
+        serving.control_plane,
+        serving.counters,
+        serving.clock.now(),
+    )
     answer: ServiceAnswer = endpoint_handle(request.contract.name)(call)
     notices = notice_headers(request.user_agent, serving.client_latest_version)
     headers = {"Cache-Control": answer.cache_control, **notices}

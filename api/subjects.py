@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import datetime as dt
 
-import duckdb
-
 from findata.api.errors import ApiError, BadRequest, NotFound
-from findata.api.resolution import Resolution, known_entities, resolve_tickers
+from findata.api.resolution import Resolution, SubjectDirectory, resolve_tickers
 from findata.contracts.endpoints import Subject
 from findata.contracts.plans import Plan
 
@@ -55,7 +53,7 @@ def check_subject_count(
 
 
 def resolve_subjects(
-    data: duckdb.DuckDBPyConnection,
+    directory: SubjectDirectory,
     subject: Subject,
     tickers: list[str],
     entity_ids: list[int],
@@ -63,18 +61,18 @@ def resolve_subjects(
 ) -> Resolution:
     """Resolve the request's subjects; raise 404 or 409 when none can be served."""
     if tickers:
-        resolution = resolve_tickers(data, tickers, on, subject.grain, subject.candidates)
+        resolution = resolve_tickers(directory, tickers, on, subject.grain, subject.candidates)
     else:
-        resolution = _resolve_entity_ids(data, entity_ids, subject.grain)
+        resolution = _resolve_entity_ids(directory, entity_ids, subject.grain)
     _refuse_when_nothing_resolved(resolution, on)
     _warn_about_the_rest(resolution, on)
     return resolution
 
 
 def _resolve_entity_ids(
-    data: duckdb.DuckDBPyConnection, entity_ids: list[int], grain: str
+    directory: SubjectDirectory, entity_ids: list[int], grain: str
 ) -> Resolution:
-    known = known_entities(data, entity_ids)
+    known = directory.entities_among(entity_ids)
     resolution = Resolution()
     for entity_id in entity_ids:
         name = str(entity_id)

@@ -33,13 +33,32 @@ class Slowdown(BaseModel):
         return min(self.max_seconds, max(0, distinct - self.after) * self.per_step)
 
 
+class AllowanceSlowdown(BaseModel):
+    """Answers slow as the day's requests approach the allowance: no wait up to
+    ``after_fraction`` of it, then a wait growing linearly to ``max_seconds`` at the last
+    allowed request."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    after_fraction: float = Field(gt=0, lt=1)
+    max_seconds: float = Field(gt=0)
+
+    def delay(self, used: int, allowance: int) -> float:
+        """Seconds to wait when ``used`` of ``allowance`` requests are used (this one
+        included)."""
+        past = used / allowance - self.after_fraction
+        return round(self.max_seconds * min(1.0, max(0.0, past / (1 - self.after_fraction))), 6)
+
+
 class Slowdowns(BaseModel):
-    """Free's slow-downs (spec "Quotas per plan")."""
+    """The slow-downs of spec "Quotas per plan" (Free's entities and index dates; every
+    plan's approach to its daily request allowance)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     entities: Slowdown | None = None
     index_as_of: Slowdown | None = None
+    daily_requests: AllowanceSlowdown | None = None
 
 
 class KeylessLimits(BaseModel):

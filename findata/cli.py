@@ -152,7 +152,14 @@ def refresh() -> None:
 def serve(
     host: Annotated[str, typer.Option()] = "127.0.0.1",
     port: Annotated[int, typer.Option()] = 8000,
-    workers: Annotated[int, typer.Option(min=1)] = 1,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="Worker processes (default FINDATA_WORKERS, else one per core on PostgreSQL "
+            "or with a Redis cache, one on SQLite).",
+        ),
+    ] = None,
     webhooks: Annotated[
         bool, typer.Option("--webhooks", help="Also run the webhook delivery worker.")
     ] = False,
@@ -161,15 +168,22 @@ def serve(
     _serve(host, port, workers, webhooks)
 
 
-def _serve(host: str, port: int, workers: int, webhooks: bool) -> None:
+def _serve(host: str, port: int, workers: int | None, webhooks: bool) -> None:
+    import os
     import threading
 
     import uvicorn
 
     from findata.control_plane.database import upgrade
 
+    if workers is not None:  # every worker reads it, to choose its usage counters
+        os.environ["FINDATA_WORKERS"] = str(workers)
     settings = get_settings()
+    workers = settings.serve_workers
     upgrade(settings.control_plane_url)  # once here, not racing in every worker
+    typer.echo(
+        f"findata: {workers} worker(s), quota counters in {settings.counters_kind}", err=True
+    )
     # e-mail, invitation trials and renewals beside the API (safe beside other hosts' runs)
     jobs = _account_jobs()
     threading.Thread(

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from functools import cached_property
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -43,6 +45,21 @@ class Settings(BaseSettings):
         default=10.0,
         gt=0,
         description="A DuckDB query running longer is interrupted and answers 504 query_timeout.",
+    )
+    workers: int | None = Field(
+        default=None,
+        ge=1,
+        description="API worker processes of `findata serve` (default: one per core on "
+        "PostgreSQL or with a Redis cache_url; one on the embedded SQLite default, whose usage "
+        "counters then live in that one process).",
+    )
+    usage_counters: Literal["auto", "memory", "redis", "database"] = Field(
+        default="auto",
+        description="Where the live quota counts are kept: `memory` (one serving process per "
+        "control plane), `redis` (cache_url; shared by every worker and host), `database` (a "
+        "control-plane transaction per request). `auto`: redis when cache_url is set, memory "
+        "for one worker on SQLite, else database. Memory and Redis write usage to the control "
+        "plane in batches: a crash loses at most about one second of counted usage.",
     )
     quotas_enabled: bool = Field(
         default=True,
@@ -107,6 +124,26 @@ class Settings(BaseSettings):
     def home_dir(self) -> Path:
         """``home`` made absolute, so a later ``chdir`` cannot move it."""
         return self.home.expanduser().resolve()
+
+    @property
+    def serve_workers(self) -> int:
+        """``workers``, or its default: the cores where the counters are shared (PostgreSQL or
+        Redis), one on SQLite."""
+        if self.workers is not None:
+            return self.workers
+        shared = self.cache_url is not None or not self.control_plane_url.startswith("sqlite")
+        return (os.cpu_count() or 1) if shared else 1
+
+    @property
+    def counters_kind(self) -> Literal["memory", "redis", "database"]:
+        """Where the live quota counts are kept (``usage_counters`` with ``auto`` decided)."""
+        if self.usage_counters != "auto":
+            return self.usage_counters
+        if self.cache_url is not None:
+            return "redis"
+        if self.control_plane_url.startswith("sqlite") and self.serve_workers == 1:
+            return "memory"
+        return "database"
 
     @property
     def landing_dir(self) -> Path:

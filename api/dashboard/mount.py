@@ -7,6 +7,7 @@ from fastapi import FastAPI, Request
 from fastapi.staticfiles import StaticFiles
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
+from findata.accounts.counters import UsageCounters
 from findata.accounts.store import AccountStore
 from findata.api.dashboard.page import SECURITY_HEADERS, CsrfRefused, Redirect
 from findata.api.dashboard.routes import billing, keys, people, usage, webhooks
@@ -23,9 +24,15 @@ CSRF_REFUSED = (
 )
 
 
-def mount_dashboard(app: FastAPI, settings: Settings, clock: Clock, accounts: AccountStore) -> None:
+def mount_dashboard(
+    app: FastAPI,
+    settings: Settings,
+    clock: Clock,
+    accounts: AccountStore,
+    counters: UsageCounters,
+) -> None:
     """Serve the dashboard under ``/dashboard`` (``/`` leads there) on the app's control plane."""
-    app.state.dashboard = build_services(settings, accounts.engine, clock, accounts)
+    app.state.dashboard = build_services(settings, accounts.engine, clock, accounts, counters)
     app.mount("/dashboard/static", StaticFiles(directory=STATIC), name="dashboard-static")
     for router in PAGES:
         app.include_router(router)

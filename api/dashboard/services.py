@@ -10,6 +10,7 @@ import sqlalchemy as sa
 from fastapi.templating import Jinja2Templates
 
 from findata.accounts.billing import Billing, RecordingProvider
+from findata.accounts.counters import UsageCounters
 from findata.accounts.logins import Logins
 from findata.accounts.mailer import Mailer
 from findata.accounts.notices import NoticeBox
@@ -34,6 +35,7 @@ class DashboardServices:
     engine: sa.Engine
     clock: Clock
     accounts: AccountStore
+    counters: UsageCounters
     logins: Logins
     billing: Billing
     webhooks: WebhookEndpoints
@@ -52,7 +54,11 @@ def dashboard_secret(settings: Settings) -> bytes:
 
 
 def build_services(
-    settings: Settings, engine: sa.Engine, clock: Clock, accounts: AccountStore
+    settings: Settings,
+    engine: sa.Engine,
+    clock: Clock,
+    accounts: AccountStore,
+    counters: UsageCounters,
 ) -> DashboardServices:
     """The dashboard's parts on the app's control plane and clock."""
     secret = dashboard_secret(settings)
@@ -62,6 +68,7 @@ def build_services(
         engine=engine,
         clock=clock,
         accounts=accounts,
+        counters=counters,
         logins=Logins(engine, clock, secret),
         billing=Billing(engine, clock, accounts, RecordingProvider()),
         webhooks=WebhookEndpoints(

@@ -137,7 +137,7 @@ def _make_ambiguous(
 ) -> None:
     """Spec, "Errors" 409: on metrics a ticker naming several securities (a ticker shared by
     the classes of one company too) is ambiguous; its candidates are those securities."""
-    by_security = resolve_tickers(call.data, shared, on, "security")
+    by_security = resolve_tickers(call.directory, shared, on, "security")
     for ticker in shared:
         del subjects.resolved[ticker]
         subjects.securities.pop(ticker, None)

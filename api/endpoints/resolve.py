@@ -66,7 +66,9 @@ def handle(call: EndpointCall) -> EndpointAnswer:
         raise BadRequest(NO_TICKER)
     check_subject_count(SUBJECT, call.plan, tickers, [])
     on = _resolve_date(call)
-    resolution = resolve_tickers(call.data, tickers, on, "security", before_first_use="unmatched")
+    resolution = resolve_tickers(
+        call.directory, tickers, on, "security", before_first_use="unmatched"
+    )
     _refuse_when_nothing_resolved(resolution, on)
 
     keyless = call.owner is None

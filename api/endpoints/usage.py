@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from findata.accounts.usage import next_window_start, usage_in_window
+from findata.accounts.usage import next_window_start
 from findata.api.calls import ServiceAnswer, ServiceCall
 
 
@@ -10,8 +10,7 @@ def handle(call: ServiceCall) -> ServiceAnswer:
     """Counts are per account (all its keys share them), per UTC day."""
     owner = call.owner
     assert owner is not None  # the contract requires a key
-    with call.control_plane.connect() as connection:
-        requests_today, rows_today = usage_in_window(connection, owner.account.id, call.now, "day")
+    requests_today, rows_today = call.counters.usage(owner.account.id, call.now, "day")
     plan = owner.plan
     body = {
         "requests_today": requests_today,

@@ -8,6 +8,7 @@ import datetime as dt
 import json
 import shutil
 import socket
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -22,13 +23,16 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 import httpx
 import pytest
+import sqlalchemy as sa
 import uvicorn
 from fastapi import FastAPI
 
+from findata.accounts.counters import UsageCounters
 from findata.accounts.store import AccountStore, IssuedKey
-from findata.accounts.tables import usage_counters
 from findata.api.app import create_app
 from findata.clock import ManualClock
+from findata.control_plane.database import engine_for
+from findata.control_plane.schema import versions
 from findata.orchestration.refresh import run_refresh
 from findata.settings import Settings, get_settings
 from tests.databases import fresh_postgres_database
@@ -48,6 +52,12 @@ class RunningApi:
     @property
     def store(self) -> AccountStore:
         return self.app.state.accounts
+
+    @property
+    def counters(self) -> UsageCounters:
+        """The live usage counts (a test counts usage "from earlier" through them, as the
+        server would have)."""
+        return self.app.state.counters
 
     def client(self) -> httpx.Client:
         return httpx.Client(base_url=self.url, timeout=30)
@@ -100,8 +110,7 @@ def fresh_keyless_allowance() -> Iterator[None]:
     hourly and daily allowance, as separate clients would have (the quota tests set their own)."""
     yield
     for running in SERVING:
-        with running.store.engine.begin() as connection:
-            connection.execute(usage_counters.delete().where(usage_counters.c.subject.like("ip:%")))
+        running.counters.reset("ip:127.0.0.1")
 
 
 @contextmanager
@@ -135,6 +144,27 @@ def findata_serve(
         process.terminate()
         output, _ = process.communicate(timeout=60)
         printed.append(output)
+
+
+def copy_published_home(published_home: Path, home: Path, database_url: str | None) -> Settings:
+    """The published demo in a home of its own (for a server started as a command): the
+    version files and, on the control plane asked for (SQLite under the home by default), the
+    versions rows."""
+    shutil.copytree(published_home / "published", home / "published")
+    shutil.copytree(published_home / "demo", home / "demo")
+    if database_url is None:
+        with (
+            sqlite3.connect(published_home / "control.sqlite") as source,
+            sqlite3.connect(home / "control.sqlite") as copy,
+        ):
+            source.backup(copy)
+        return Settings(home=home)
+    source = engine_for(Settings(home=published_home).control_plane_url)
+    with source.connect() as connection:
+        rows = [dict(row._mapping) for row in connection.execute(sa.select(versions))]
+    with engine_for(database_url).begin() as connection:
+        connection.execute(versions.insert(), rows)
+    return Settings(home=home, database_url=database_url)
 
 
 def start_clock() -> ManualClock:

@@ -192,12 +192,10 @@ def test_status_before_anything_is_published(api_postgres: RunningApi) -> None:
 
 
 def test_usage_counts_the_accounts_requests_today(any_api: RunningApi) -> None:
-    from findata.accounts.usage import add_usage
 
     issued = any_api.new_key("max")
     other = any_api.store.create_key(issued.account.id)
-    with any_api.store.engine.begin() as connection:
-        add_usage(connection, issued.account.id, any_api.clock.now(), requests=7, rows=70)
+    any_api.counters.add_usage(issued.account.id, any_api.clock.now(), requests=7, rows=70)
     with any_api.client() as client:
         by_first = client.get("/v1/auth/usage", headers={"X-API-Key": issued.key}).json()
         by_second = client.get("/v1/auth/usage", headers={"X-API-Key": other.key}).json()

@@ -21,7 +21,6 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-from findata.accounts.usage import add_distinct
 from findata.contracts.endpoints import endpoint_names, load_endpoint_contract
 from tests.api.endpoints.api_calls import get
 from tests.api.server import RunningApi
@@ -401,8 +400,8 @@ def test_get_index_keeps_free_s_as_of_allowance_and_no_paid_plan_has_one(
     code = scenarios["index_events"]["index"]
     days = [(dt.date(2024, 1, 1) + dt.timedelta(days=n)).isoformat() for n in range(55)]
     free = api.new_key("free")
-    with api.store.engine.begin() as connection:  # the day's 51 dates already used
-        add_distinct(connection, free.account.id, api.clock.now().date(), "as_of", days[:51])
+    # the day's 51 dates already used
+    api.counters.add_distinct(free.account.id, api.clock.now().date(), "as_of", days[:51])
     refused = call_tool(api, free.key, "get_index", {"index_name": code, "as_of": days[0]})
     rest = get(api, free.key, f"/v1/index/{code}", as_of=days[0])
     assert rest.status_code == 429 and rest.json()["code"] == "asof_limit_exceeded"

@@ -1,13 +1,13 @@
-"""Exact counts under concurrency: ``findata serve --workers 4`` on PostgreSQL and on SQLite, with
-many clients hammering one Free account at once: exactly the allowed number of requests
-succeed, the rest are 429, and ``requests_today`` equals the successes."""
+"""Exact counts under concurrency: ``findata serve`` with each kind of usage counters — four
+workers on the database (PostgreSQL, SQLite), four workers on Redis (PostgreSQL), one worker
+in memory (SQLite, the embedded default) — with many clients hammering one Free account at
+once: exactly the allowed number of requests succeed, the rest are 429, and ``requests_today``
+equals the successes."""
 
 from __future__ import annotations
 
 import datetime as dt
 import os
-import shutil
-import sqlite3
 import threading
 from collections import Counter
 from collections.abc import Iterator
@@ -15,60 +15,53 @@ from pathlib import Path
 
 import httpx
 import pytest
-import sqlalchemy as sa
 
 from findata.accounts.store import AccountStore
 from findata.accounts.tables import usage_counters
 from findata.accounts.usage import window_start
 from findata.clock import SystemClock
 from findata.control_plane.database import engine_for
-from findata.control_plane.schema import versions
 from findata.settings import Settings
-from tests.api.server import findata_serve
+from tests.api.server import copy_published_home, findata_serve
 from tests.databases import fresh_postgres_database
 
 CLIENTS, EACH = 8, 10  # 80 requests at once
 ALLOWED = 37  # what is left of the day's 100 (under the hourly 40, so the day decides)
 
 
-def _copy_home(published_home: Path, home: Path, database_url: str | None) -> Settings:
-    """The published demo in a home of its own: the version files and, on the control plane
-    asked for, the versions rows."""
-    shutil.copytree(published_home / "published", home / "published")
-    shutil.copytree(published_home / "demo", home / "demo")
-    if database_url is None:
-        with (
-            sqlite3.connect(published_home / "control.sqlite") as source,
-            sqlite3.connect(home / "control.sqlite") as copy,
-        ):
-            source.backup(copy)
-        return Settings(home=home)
-    source = engine_for(Settings(home=published_home).control_plane_url)
-    with source.connect() as connection:
-        rows = [dict(row._mapping) for row in connection.execute(sa.select(versions))]
-    with engine_for(database_url).begin() as connection:
-        connection.execute(versions.insert(), rows)
-    return Settings(home=home, database_url=database_url)
+SERVERS = {  # control plane, workers, Redis: the counters each chooses
+    "database-postgresql": ("postgresql", 4, None),
+    "database-sqlite": ("sqlite", 4, None),
+    "redis-postgresql": ("postgresql", 4, "redis://127.0.0.1:6379/0"),
+    "memory-sqlite": ("sqlite", 1, None),
+}
 
 
-@pytest.fixture(params=["postgresql", "sqlite"])
+@pytest.fixture(params=SERVERS)
 def served(
     request: pytest.FixtureRequest, published_home: Path, tmp_path: Path
 ) -> Iterator[tuple[str, Settings]]:
-    """``findata serve --workers 4`` on a copy of the published demo."""
+    """``findata serve --workers N`` on a copy of the published demo, with the counters the
+    parameter names."""
+    control_plane, workers, redis_url = SERVERS[request.param]
     with fresh_postgres_database() as url:
-        settings = _copy_home(
-            published_home, tmp_path / "home", url if request.param == "postgresql" else None
+        settings = copy_published_home(
+            published_home, tmp_path / "home", url if control_plane == "postgresql" else None
         )
         env = {**os.environ, "FINDATA_HOME": str(settings.home_dir)}
-        env.pop("FINDATA_DATABASE_URL", None)
+        for name in ("FINDATA_DATABASE_URL", "FINDATA_CACHE_URL", "FINDATA_USAGE_COUNTERS"):
+            env.pop(name, None)
         if settings.database_url:
             env["FINDATA_DATABASE_URL"] = settings.database_url
+        if redis_url:
+            env["FINDATA_CACHE_URL"] = redis_url
         try:
-            with findata_serve(env, workers=4) as (url_base, _printed):
+            with findata_serve(env, workers) as (url_base, printed):
                 yield url_base, settings
         finally:
             engine_for(settings.control_plane_url).dispose()
+        kind = request.param.split("-")[0]
+        assert f"quota counters in {kind}" in printed[0]
 
 
 def test_one_free_account_hammered_by_many_clients(

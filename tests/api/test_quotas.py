@@ -14,7 +14,6 @@ import httpx
 import pytest
 
 from findata.accounts.ips import block_ip, unblock_ip
-from findata.accounts.usage import add_distinct, add_usage
 from findata.api.app import create_app
 from findata.clock import ManualClock
 from findata.settings import Settings
@@ -107,8 +106,8 @@ def test_free_daily_limit_and_midnight(at_ten_fifteen: RunningApi, scenarios: di
     api = at_ten_fifteen
     key = api.new_key("free")
     path = f"/v1/prices/{scenarios['plain']['ticker']}"
-    with api.store.engine.begin() as connection:  # 99 requests used earlier today
-        add_usage(connection, key.account.id, api.clock.now() - dt.timedelta(hours=2), requests=99)
+    # 99 requests used earlier today
+    api.counters.add_usage(key.account.id, api.clock.now() - dt.timedelta(hours=2), requests=99)
     assert _get(api, key.key, path, limit=1).headers["X-RateLimit-Remaining-Day"] == "0"
     refused = _get(api, key.key, path, limit=1)
     assert refused.status_code == 429
@@ -156,8 +155,7 @@ def test_each_ticker_and_page_counts_and_refusals_count_nothing(
 def test_whole_or_nothing(at_ten_fifteen: RunningApi, scenarios: dict) -> None:
     api = at_ten_fifteen
     key = api.new_key("pro")
-    with api.store.engine.begin() as connection:
-        add_usage(connection, key.account.id, api.clock.now(), requests=9_998)
+    api.counters.add_usage(key.account.id, api.clock.now(), requests=9_998)
     three = ",".join([scenarios["plain"]["ticker"], *scenarios["share_classes"]["class_tickers"]])
     refused = _get(api, key.key, f"/v1/prices/{three}", limit=1)
     assert refused.status_code == 429 and refused.json()["code"] == "daily_limit_reached"
@@ -179,8 +177,8 @@ def test_rows_today_and_the_row_allowances(at_ten_fifteen: RunningApi, scenarios
     assert first.headers["X-Rows-Today"] == "5" and first.headers["X-Entities-Today"] == "1"
     second = _get(api, key.key, path, limit=3)
     assert second.headers["X-Rows-Today"] == "8"
-    with api.store.engine.begin() as connection:  # the hour's rows reach 100,000
-        add_usage(connection, key.account.id, api.clock.now(), requests=0, rows=100_000 - 8)
+    # the hour's rows reach 100,000
+    api.counters.add_usage(key.account.id, api.clock.now(), requests=0, rows=100_000 - 8)
     hourly = _get(api, key.key, path, limit=1)
     assert hourly.status_code == 429
     assert hourly.json() == {
@@ -191,8 +189,8 @@ def test_rows_today_and_the_row_allowances(at_ten_fifteen: RunningApi, scenarios
     }
     api.clock.advance(dt.timedelta(hours=1))
     assert _get(api, key.key, path, limit=1).status_code == 200
-    with api.store.engine.begin() as connection:  # the day's rows reach 500,000
-        add_usage(connection, key.account.id, api.clock.now(), requests=0, rows=400_000)
+    # the day's rows reach 500,000
+    api.counters.add_usage(key.account.id, api.clock.now(), requests=0, rows=400_000)
     daily = _get(api, key.key, path, limit=1)
     assert daily.status_code == 429
     assert daily.json()["code"] == "row_limit_exceeded"
@@ -246,8 +244,8 @@ def test_free_index_as_of_allowance(
     key = api.new_key("free")
     code = scenarios["index_events"]["index"]
     days = [dt.date(2024, 1, 1) + dt.timedelta(days=n) for n in range(52)]
-    with api.store.engine.begin() as connection:  # hours of requests earlier: no burst limit
-        add_distinct(connection, key.account.id, api.clock.now().date(), "as_of", [])
+    # hours of requests earlier: no burst limit
+    api.counters.add_distinct(key.account.id, api.clock.now().date(), "as_of", [])
     waited = []
     for n, day in enumerate(days[:51], start=1):
         if n % 35 == 0:
@@ -273,19 +271,41 @@ def test_free_index_as_of_allowance(
     assert _get(api, key.key, f"/v1/index/{code}", as_of=days[0].isoformat()).status_code == 200
 
 
+def test_answers_slow_as_the_daily_allowance_nears(
+    at_ten_fifteen: RunningApi, sleeps: Sleeps, scenarios: dict
+) -> None:
+    api = at_ten_fifteen
+    path = f"/v1/prices/{scenarios['plain']['ticker']}"
+    free, pro = api.new_key("free"), api.new_key("pro")
+    # 88 requests earlier today (two hours ago: this hour's burst allowance is untouched)
+    api.counters.add_usage(free.account.id, api.clock.now() - dt.timedelta(hours=2), requests=88)
+    waited = []
+    for _ in range(12):  # requests 89 to 100
+        sleeps.clear()
+        assert _get(api, free.key, path, limit=1).status_code == 200
+        waited.append(sum(sleeps))
+    # plans.yaml: nothing up to 90 % of the day's requests, then up to 2 s at the last one
+    assert waited == pytest.approx([0, 0, 0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0])
+    sleeps.clear()
+    assert _get(api, free.key, path, limit=1).status_code == 429
+    assert sleeps == []  # a refusal answers at once
+    api.counters.add_usage(pro.account.id, api.clock.now(), requests=9_499)
+    sleeps.clear()
+    _get(api, pro.key, path, limit=1)  # request 9,500 of 10,000: half way up the curve
+    assert sleeps == [pytest.approx(1.0)]
+
+
 def test_free_slows_down_after_500_distinct_entities(
     at_ten_fifteen: RunningApi, sleeps: Sleeps, scenarios: dict
 ) -> None:
     api = at_ten_fifteen
     key = api.new_key("free")
-    with api.store.engine.begin() as connection:
-        add_distinct(
-            connection,
-            key.account.id,
-            api.clock.now().date(),
-            "entity",
-            [f"9{n}" for n in range(500)],
-        )
+    api.counters.add_distinct(
+        key.account.id,
+        api.clock.now().date(),
+        "entity",
+        [f"9{n}" for n in range(500)],
+    )
     sleeps.clear()
     # a request of its own (a cached answer would carry no X-Entities-Today)
     path = f"/v1/prices/{scenarios['plain']['ticker']}"
@@ -294,14 +314,12 @@ def test_free_slows_down_after_500_distinct_entities(
     assert response.headers["X-Entities-Today"] == "501"
     assert sleeps == [pytest.approx(0.1)]
     paid = api.new_key("pro")
-    with api.store.engine.begin() as connection:
-        add_distinct(
-            connection,
-            paid.account.id,
-            api.clock.now().date(),
-            "entity",
-            [f"9{n}" for n in range(900)],
-        )
+    api.counters.add_distinct(
+        paid.account.id,
+        api.clock.now().date(),
+        "entity",
+        [f"9{n}" for n in range(900)],
+    )
     sleeps.clear()
     _get(api, paid.key, f"/v1/prices/{scenarios['plain']['ticker']}", limit=1)
     assert sleeps == []  # paid plans are counted, not slowed
@@ -323,13 +341,12 @@ def test_client_notices_on_the_request_limit_429s_only(
     api = at_ten_fifteen
     old = {"User-Agent": "findata-python/0.1.0"}
     bursting, snapshots = api.new_key("free"), api.new_key("free")
-    with api.store.engine.begin() as connection:
-        add_usage(connection, bursting.account.id, api.clock.now(), requests=40)
-        dates = [dt.date(2024, 1, 1) + dt.timedelta(days=n) for n in range(51)]
-        add_distinct(
-            connection, snapshots.account.id, api.clock.now().date(), "as_of",
-            [day.isoformat() for day in dates],
-        )  # fmt: skip
+    api.counters.add_usage(bursting.account.id, api.clock.now(), requests=40)
+    dates = [dt.date(2024, 1, 1) + dt.timedelta(days=n) for n in range(51)]
+    api.counters.add_distinct(
+        snapshots.account.id, api.clock.now().date(), "as_of",
+        [day.isoformat() for day in dates],
+    )  # fmt: skip
     with api.client() as client:
         client.headers.update(old)
         burst = client.get(

@@ -10,7 +10,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from findata.accounts.usage import add_usage
 from findata.api.app import create_app
 from findata.clock import ManualClock
 from findata.settings import Settings
@@ -38,8 +37,7 @@ def clock_server(published_home: Path, **settings: Any) -> Iterator[RunningApi]:
 
 def use(api: RunningApi, subject: str, *, requests: int = 0, rows: int = 0) -> None:
     """Count usage for ``subject`` (an account id, or ``ip:<address>``) at the server's now."""
-    with api.store.engine.begin() as connection:
-        add_usage(connection, subject, api.clock.now(), requests=requests, rows=rows)
+    api.counters.add_usage(subject, api.clock.now(), requests=requests, rows=rows)
 
 
 class MovingSleep(list[float]):

@@ -17,7 +17,6 @@ import httpx
 import pytest
 
 from findata.accounts.ips import block_ip, unblock_ip
-from findata.accounts.usage import add_distinct, add_usage
 from findata.api.errors import ApiError
 from findata.contracts.errors import load_errors
 from findata_client import Client, FindataError
@@ -63,8 +62,7 @@ class Ctx:
 
     def use(self, subject: str, *, requests: int = 0, rows: int = 0) -> None:
         """Count usage for ``subject`` now, as if it had been served."""
-        with self.api.store.engine.begin() as connection:
-            add_usage(connection, subject, self.api.clock.now(), requests=requests, rows=rows)
+        self.api.counters.add_usage(subject, self.api.clock.now(), requests=requests, rows=rows)
 
     def replay(self, status: int, body: dict[str, Any]) -> Client:
         """A client whose next request is answered ``body`` by the proxy (one attempt)."""
@@ -113,8 +111,7 @@ def _blocked(ctx: Ctx) -> None:
 def _as_of_allowance_used(ctx: Ctx) -> None:
     account, key = ctx.account("free")
     days = [(dt.date(2024, 1, 1) + dt.timedelta(days=n)).isoformat() for n in range(51)]
-    with ctx.api.store.engine.begin() as connection:
-        add_distinct(connection, account, ctx.api.clock.now().date(), "as_of", days)
+    ctx.api.counters.add_distinct(account, ctx.api.clock.now().date(), "as_of", days)
     index = ctx.scenarios["index_events"]["index"]
     ctx.client(key).index(index, as_of=dt.date(2023, 6, 1)).to_list()
 

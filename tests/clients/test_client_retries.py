@@ -15,7 +15,6 @@ import httpx
 import pytest
 
 from findata.accounts.ips import block_ip, unblock_ip
-from findata.accounts.usage import add_distinct
 from findata.api.errors import ApiError
 from findata_client import Client, FindataConnectionError, FindataError, __version__
 from findata_client._generated import ERROR_CLASSES
@@ -272,8 +271,7 @@ def test_wait_on_rate_limit_for_index_snapshots(
     api = at_ten_fifteen
     free = api.new_key("free")
     days = [(dt.date(2024, 1, 1) + dt.timedelta(days=n)).isoformat() for n in range(51)]
-    with api.store.engine.begin() as connection:
-        add_distinct(connection, free.account.id, api.clock.now().date(), "as_of", days)
+    api.counters.add_distinct(free.account.id, api.clock.now().date(), "as_of", days)
     sleep = MovingSleep(api.clock)
     with _waiting_client(api, free.key, sleep) as client:
         roster = client.index(scenarios["index_events"]["index"], as_of=days[0]).to_list()

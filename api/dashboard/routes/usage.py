@@ -11,13 +11,7 @@ from dataclasses import dataclass
 from fastapi import APIRouter
 from starlette.responses import Response
 
-from findata.accounts.usage import (
-    calls_by_day,
-    calls_by_endpoint,
-    count_distinct,
-    next_window_start,
-    usage_in_window,
-)
+from findata.accounts.usage import calls_by_day, calls_by_endpoint, next_window_start
 from findata.api.dashboard.charts import day_bars
 from findata.api.dashboard.deps import Member
 from findata.contracts.plans import plan
@@ -50,10 +44,12 @@ def usage(page: Member) -> Response:
     rules = plan(account.plan)
     now = page.services.clock.now()
     today = now.date()
+    counters = page.services.counters
+    requests_today, rows_today = counters.usage(account.id, now, "day")
+    requests_hour, rows_hour = counters.usage(account.id, now, "hour")
+    entities_today = counters.count_distinct(account.id, today, "entity")
+    counters.flush()  # this process's calls not yet in the log (other processes': within 1 s)
     with page.services.engine.connect() as connection:
-        requests_today, rows_today = usage_in_window(connection, account.id, now, "day")
-        requests_hour, rows_hour = usage_in_window(connection, account.id, now, "hour")
-        entities_today = count_distinct(connection, account.id, today, "entity")
         days = calls_by_day(connection, account.id, today - dt.timedelta(days=DAYS - 1), today)
         since = dt.datetime.combine(today - dt.timedelta(days=DAYS - 1), dt.time(), dt.UTC)
         endpoints = calls_by_endpoint(connection, account.id, since)

@@ -1,0 +1,223 @@
+"""Usage counters in Redis, shared by every worker and host on one Redis: each change is one
+atomic Lua script, so admission is exact without a database transaction per request.
+
+A window's hash (``requests``, ``rows``, ``refused``) or a day's set of distinct values is
+loaded from the control plane the first time any process uses it (a script answers
+``missing``, the process seeds the key only if it is still absent, and tries again); every
+process writes what it added to the control plane in batches (``accounts/usage_batches.py``).
+Keys carry a namespace of the control plane, so installations sharing one Redis never mix.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+from dataclasses import asdict
+from typing import Any, cast
+
+import redis
+import sqlalchemy as sa
+
+from findata.accounts import usage
+from findata.accounts.counters import WRITE_INTERVAL_SECONDS, AnsweredCall, CountersKind
+from findata.accounts.usage import (
+    WINDOWS,
+    Limits,
+    Refusal,
+    Reserved,
+    Window,
+    read_count,
+    window_start,
+)
+from findata.accounts.usage_batches import PendingUsage, UsageWriter
+
+#: kept past the window's end, so late writes (a release, an answer's rows) find their window
+TTL_SECONDS = {"hour": 3 * 3600, "day": 2 * 86400}
+#: a distinct-values set always holds this member, so a seeded but empty day still exists
+MARKER = ""
+
+# KEYS: the day's and the hour's counters. ARGV: cost, then the requests per day and hour and
+# the rows per day and hour allowances (-1: none). The same order of checks as
+# ``usage.refusal_of``.
+RESERVE = """
+local day, hour = KEYS[1], KEYS[2]
+if redis.call('EXISTS', day) == 0 or redis.call('EXISTS', hour) == 0 then return {'missing'} end
+local cost = tonumber(ARGV[1])
+local per_day, per_hour = tonumber(ARGV[2]), tonumber(ARGV[3])
+local rows_day, rows_hour = tonumber(ARGV[4]), tonumber(ARGV[5])
+local d = redis.call('HMGET', day, 'requests', 'rows')
+local h = redis.call('HMGET', hour, 'requests', 'rows', 'refused')
+if rows_day >= 0 and tonumber(d[2]) >= rows_day then return {'rows_day'} end
+if rows_hour >= 0 and tonumber(h[2]) >= rows_hour then return {'rows_hour'} end
+if tonumber(d[1]) + cost > per_day then return {'requests_day'} end
+if per_hour >= 0 and tonumber(h[1]) + cost > per_hour then
+  redis.call('HINCRBY', hour, 'refused', 1)
+  if tonumber(h[3]) > 0 then return {'requests_hour_again'} end
+  return {'requests_hour'}
+end
+return {'ok', redis.call('HINCRBY', day, 'requests', cost),
+        redis.call('HINCRBY', hour, 'requests', cost), tonumber(d[2]), tonumber(h[2])}
+"""
+
+# KEYS: the day's and the hour's counters. ARGV: requests, rows to add. The day's counts after.
+ADD = """
+if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('EXISTS', KEYS[2]) == 0 then
+  return {'missing'}
+end
+redis.call('HINCRBY', KEYS[2], 'requests', ARGV[1])
+redis.call('HINCRBY', KEYS[2], 'rows', ARGV[2])
+return {'ok', redis.call('HINCRBY', KEYS[1], 'requests', ARGV[1]),
+        redis.call('HINCRBY', KEYS[1], 'rows', ARGV[2])}
+"""
+
+# KEYS: one counter. ARGV: requests, rows, refused from the control plane, the TTL.
+SEED_COUNTER = """
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  redis.call('HSET', KEYS[1], 'requests', ARGV[1], 'rows', ARGV[2], 'refused', ARGV[3])
+  redis.call('EXPIRE', KEYS[1], ARGV[4])
+end
+return 1
+"""
+
+# KEYS: a day's set. ARGV: the values to add. How many distinct values after (-1: missing).
+ADD_DISTINCT = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
+if #ARGV > 0 then redis.call('SADD', KEYS[1], unpack(ARGV)) end
+return redis.call('SCARD', KEYS[1]) - 1
+"""
+
+# KEYS: a day's set. ARGV: the TTL, the marker, the values on the control plane.
+SEED_DISTINCT = """
+local fresh = redis.call('EXISTS', KEYS[1]) == 0
+redis.call('SADD', KEYS[1], unpack(ARGV, 2))
+if fresh then redis.call('EXPIRE', KEYS[1], ARGV[1]) end
+return 1
+"""
+
+
+class RedisCounters:
+    """Live counts in Redis; durable usage written by this process in batches."""
+
+    kind: CountersKind = "redis"
+
+    def __init__(
+        self, url: str, engine: sa.Engine, interval: float = WRITE_INTERVAL_SECONDS
+    ) -> None:
+        self.engine = engine
+        self.redis = redis.Redis.from_url(url)
+        self.namespace = "findata:" + hashlib.sha256(str(engine.url).encode()).hexdigest()[:12]
+        self.pending = PendingUsage()
+        self.writer = UsageWriter(engine, self.pending, interval)
+        self._reserve = self.redis.register_script(RESERVE)
+        self._add = self.redis.register_script(ADD)
+        self._seed_counter = self.redis.register_script(SEED_COUNTER)
+        self._add_distinct = self.redis.register_script(ADD_DISTINCT)
+        self._seed_distinct = self.redis.register_script(SEED_DISTINCT)
+
+    def reserve(
+        self, subject: str, now: dt.datetime, cost: int, limits: Limits
+    ) -> Reserved | Refusal:
+        allowances = [
+            limits.requests_per_day,
+            limits.requests_per_hour,
+            limits.rows_per_day,
+            limits.rows_per_hour,
+        ]
+        args = [cost, *(-1 if a is None else a for a in allowances)]
+        answer = self._run_on_windows(self._reserve, subject, now, args)
+        outcome = answer[0].decode()
+        if outcome.startswith("requests_hour"):
+            self.pending.add_count((subject, "hour", window_start(now, "hour")), refused=1)
+        if outcome != "ok":
+            return cast(Refusal, outcome)  # one of the script's refusals
+        for window in WINDOWS:
+            self.pending.add_count((subject, window, window_start(now, window)), requests=cost)
+        return Reserved(now, *(int(value) for value in answer[1:]))
+
+    def release(self, subject: str, at: dt.datetime, cost: int) -> None:
+        self.add_usage(subject, at, requests=-cost)
+
+    def add_usage(self, subject: str, at: dt.datetime, *, requests: int, rows: int = 0) -> None:
+        self._add_to_windows(subject, at, requests, rows)
+
+    def count_answer(
+        self, subject: str, at: dt.datetime, call: AnsweredCall, entities: list[str]
+    ) -> tuple[int, int]:
+        rows_today = self._add_to_windows(subject, at, 0, call.rows)[1]
+        entities_today = self.add_distinct(subject, at.date(), "entity", entities)
+        self.pending.add_call({"subject": subject, "at": at, **asdict(call)})
+        return rows_today, entities_today
+
+    def add_distinct(self, subject: str, day: dt.date, kind: str, values: list[str]) -> int:
+        key = self._distinct_key(subject, day, kind)
+        count = self._add_distinct(keys=[key], args=values)
+        if count < 0:
+            with self.engine.connect() as connection:
+                known = usage.read_distinct(connection, subject, day, kind)
+            self._seed_distinct(keys=[key], args=[TTL_SECONDS["day"], MARKER, *known])
+            count = self._add_distinct(keys=[key], args=values)
+        if values:
+            # the control plane ignores values it holds: no need to know which were new here
+            self.pending.add_distinct((subject, day, kind), values)
+        return int(count)
+
+    def count_distinct(self, subject: str, day: dt.date, kind: str) -> int:
+        return self.add_distinct(subject, day, kind, [])
+
+    def usage(self, subject: str, at: dt.datetime, window: Window) -> tuple[int, int]:
+        key = self._counter_key(subject, window, window_start(at, window))
+        raw = self.redis.hmget(key, "requests", "rows")
+        if raw[0] is None:
+            self._seed(subject, window, window_start(at, window))
+            raw = self.redis.hmget(key, "requests", "rows")
+        return int(raw[0] or 0), int(raw[1] or 0)
+
+    def reset(self, subject: str) -> None:
+        self.pending.drop_subject(subject)
+        self.writer.flush()
+        for key in list(self.redis.scan_iter(match=f"{self.namespace}:*:{subject}:*")):
+            self.redis.delete(key)
+        with self.engine.begin() as connection:
+            usage.forget_counts(connection, subject)
+
+    def flush(self) -> None:
+        self.writer.flush()
+
+    def close(self) -> None:
+        self.writer.close()
+        self.redis.close()
+
+    def _add_to_windows(self, subject: str, at: dt.datetime, requests: int, rows: int) -> list[int]:
+        """Add to both windows of ``at``; the day's requests and rows after it."""
+        answer = self._run_on_windows(self._add, subject, at, [requests, rows])
+        for window in WINDOWS:
+            self.pending.add_count((subject, window, window_start(at, window)), requests, rows)
+        return [int(value) for value in answer[1:]]
+
+    def _run_on_windows(
+        self, script: Any, subject: str, at: dt.datetime, args: list[Any]
+    ) -> list[Any]:
+        """Run a script on the day and hour counters of ``at``, seeding them once if missing."""
+        starts = {window: window_start(at, window) for window in WINDOWS}
+        keys = [self._counter_key(subject, window, start) for window, start in starts.items()]
+        answer = script(keys=keys, args=args)
+        if answer[0] == b"missing":
+            for window, start in starts.items():
+                self._seed(subject, window, start)
+            answer = script(keys=keys, args=args)
+        return answer
+
+    def _seed(self, subject: str, window: Window, start: dt.datetime) -> None:
+        """Load a window's durable counts into Redis unless a process already did."""
+        with self.engine.connect() as connection:
+            count = read_count(connection, subject, window, start)
+        self._seed_counter(
+            keys=[self._counter_key(subject, window, start)],
+            args=[count.requests, count.rows, count.refused, TTL_SECONDS[window]],
+        )
+
+    def _counter_key(self, subject: str, window: Window, start: dt.datetime) -> str:
+        return f"{self.namespace}:count:{subject}:{window}:{start:%Y%m%dT%H}"
+
+    def _distinct_key(self, subject: str, day: dt.date, kind: str) -> str:
+        return f"{self.namespace}:distinct:{subject}:{day.isoformat()}:{kind}"
