@@ -9,8 +9,9 @@ Reproduces the table of issue 17 in one command. Uses the home's published versi
 
 - the floor, ``benchmarks/floor_server.py``: ``/v1/prices?entity_id=&start=&end=&limit=`` on the
   published ``prices`` table, no key, no quota, no cache;
-- ``findata serve --workers 1`` (SQLite control plane, the embedded default), asked with a
-  Redistribution key (``findata keys create``) in ``X-API-Key``.
+- ``findata serve --workers 1`` (SQLite control plane, the embedded default; or the
+  ``--database-url`` and ``--cache-url`` given), asked with a Redistribution key
+  (``findata keys create``) in ``X-API-Key``.
 
 The load generator is wrk (Debian's ``wrk``, installed here with apt-get when missing and
 running as root), pinned to core 1, with a Lua script that makes a new URL for every request:
@@ -57,7 +58,7 @@ from typing import Any
 import duckdb
 import httpx
 import orjson
-from served_homes import FINDATA, free_port, prepare_home
+from served_homes import FINDATA, findata_env, free_port, prepare_home
 
 FLOOR_SERVER = Path(__file__).with_name("floor_server.py")
 LIMIT = 5000  # one page carries a security's full history, on both servers
@@ -431,8 +432,9 @@ def rows_per_answer(database: Path, urls: Urls) -> dict[str, tuple[float, int]]:
         }
 
 
-def table(results: Results, rows: dict[str, tuple[float, int]], cached: bool) -> str:
-    """The Markdown table: medians of the rounds, findata's requests/s over the floor's."""
+def table(results: Results, rows: dict[str, tuple[float, int]], cached: bool, setup: str) -> str:
+    """The Markdown table: medians of the rounds, findata's requests/s over the floor's;
+    ``setup`` says findata's control plane and counters."""
     head, rule = "| server |", "|---|"
     for mode, label in WORKLOADS.items():
         mean, most = rows[mode]
@@ -440,7 +442,7 @@ def table(results: Results, rows: dict[str, tuple[float, int]], cached: bool) ->
         rule += "---|---|---|---|"
     servers = [
         ("floor", "bare floor: Starlette + DuckDB + orjson, no auth"),
-        ("findata", "findata `findata serve` (1 worker, SQLite control plane, Redistribution key)"),
+        ("findata", f"findata `findata serve` (1 worker, {setup}, Redistribution key)"),
     ]
     if cached:
         servers.append(("findata-cached", "findata, cache hits (the same URL every request)"))
@@ -498,6 +500,14 @@ def parse_arguments() -> argparse.Namespace:
         action=argparse.BooleanOptionalAction,
         default=True,
         help="also measure findata's cache hits (default: on)",
+    )
+    parser.add_argument(
+        "--database-url",
+        help="findata's control plane (e.g. postgresql+psycopg://…/db, created beforehand); "
+        "default: SQLite under the home",
+    )
+    parser.add_argument(
+        "--cache-url", help="redis://…: findata's response cache and quota counters in Redis"
     )
     parser.add_argument("--server-core", type=int, default=0)
     parser.add_argument("--wrk-core", type=int, default=1)
@@ -557,10 +567,12 @@ def main() -> None:
     """Set up, check the floor's honesty, measure, print the table; stop every server."""
     args = parse_arguments()
     wrk = ensure_wrk()
-    home, key = prepare_home(args.home, "findata-floor-bench-")
+    home, key = prepare_home(args.home, "findata-floor-bench-", args.database_url)
     logs = Path(tempfile.mkdtemp(prefix="findata-floor-logs-"))
     script = logs / "new_url_every_request.lua"
-    env = {**os.environ, "FINDATA_HOME": str(home)}
+    env = findata_env(home, args.database_url)
+    if args.cache_url:
+        env["FINDATA_CACHE_URL"] = args.cache_url
 
     servers: list[Server] = []
     with servers_stopped_at_exit(servers):
@@ -607,7 +619,11 @@ def main() -> None:
         results = measure(args, wrk, script, urls.space, floor, findata, key)
 
     print()
-    print(table(results, rows_per_answer(database, urls), args.cached))
+    setup = "PostgreSQL control plane" if args.database_url else "SQLite control plane"
+    setup += ", Redis cache and quota counters" if args.cache_url else ", counters in memory"
+    if args.database_url and not args.cache_url:
+        setup = "PostgreSQL control plane, counters in the database"
+    print(table(results, rows_per_answer(database, urls), args.cached, setup))
     report_problems(results)
     print(
         f"\nMedians of {args.rounds} rounds of {args.seconds:g} s, {args.connections} "
