@@ -13,8 +13,10 @@ from typing import Any
 from findata.api.errors import BadRequest
 from findata.contracts.endpoints import EndpointContract, Parameter, parameter_variants
 
-DATE_PATTERN = re.compile(r"\d{4}-\d{2}-\d{2}")
-WHOLE_NUMBER = re.compile(r"[+]?\d+(\.0*)?")
+DATE_PATTERN = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+WHOLE_NUMBER = re.compile(r"[+]?[0-9]+(\.0*)?")  # ASCII digits only
+#: the largest value of any integer parameter (BIGINT, a signed 64-bit integer)
+LARGEST_WHOLE_NUMBER = 2**63 - 1
 MAX_LIMIT_VALUE = 999_999_999
 QUARTER_ENDS = {(3, 31), (6, 30), (9, 30), (12, 31)}
 PATH_TICKER = "a ticker in the path"
@@ -155,10 +157,16 @@ def _real_date(raw: str) -> dt.date | None:
 
 
 def _whole_number(raw: str) -> int | None:
-    """A whole number as the spec reads it: ``50`` and ``50.0`` are 50; ``5e1`` and ``50.5`` not."""
+    """A whole number as the spec reads it: ``50`` and ``50.0`` are 50; ``5e1`` and ``50.5`` not.
+    Every integer parameter is one: none is in range past a signed 64-bit integer (the
+    database's), so a larger one is the parameter's 400 (never read as digits past that)."""
     if WHOLE_NUMBER.fullmatch(raw) is None:
         return None
-    return int(raw.split(".")[0])
+    digits = raw.split(".")[0].lstrip("+").lstrip("0") or "0"
+    if len(digits) > len(str(LARGEST_WHOLE_NUMBER)):
+        return None
+    number = int(digits)
+    return number if number <= LARGEST_WHOLE_NUMBER else None
 
 
 def _whole_number_in(parameter: Parameter, raw: str, low: int, high: int | None) -> int:

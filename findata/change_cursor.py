@@ -13,7 +13,7 @@ import re
 FEED_RETENTION = dt.timedelta(days=90)
 
 _PREFIX = "chg_"
-_CURSOR = re.compile(r"^chg_(\d{12})$")
+_CURSOR = re.compile(r"chg_([0-9]{12})")
 
 
 def encode_change_cursor(last_record_id: int) -> str:
@@ -25,5 +25,5 @@ def encode_change_cursor(last_record_id: int) -> str:
 
 def decode_change_cursor(cursor: str) -> int | None:
     """The record id a cursor stands after, or None if ``cursor`` is not one."""
-    match = _CURSOR.match(cursor)
+    match = _CURSOR.fullmatch(cursor)
     return int(match.group(1)) if match else None

@@ -27,7 +27,7 @@ def handle(call: EndpointCall) -> EndpointAnswer:
         oldest, latest = connection.execute(
             sa.select(sa.func.min(change_records.c.id), sa.func.max(change_records.c.id))
         ).one()
-        after = _position(call, connection, oldest)
+        after = _position(call, connection, oldest, latest or 0)
         rows = connection.execute(
             sa.select(change_records, versions.c.label)
             .join(versions, versions.c.id == change_records.c.version_id)
@@ -48,12 +48,22 @@ def handle(call: EndpointCall) -> EndpointAnswer:
     )
 
 
-def _position(call: EndpointCall, connection: sa.Connection, oldest: int | None) -> int:
-    """The id after which to read; 410 when records after ``since`` were pruned already."""
+def _position(
+    call: EndpointCall, connection: sa.Connection, oldest: int | None, latest: int
+) -> int:
+    """The id after which to read; 410 when records after ``since`` were pruned already; 400
+    for a cursor past the newest record (never issued: a client holding it would wait for
+    records it can never get)."""
     since = call.params.get("since")
     if since is None:
         return 0
     record = decode_change_cursor(since)
+    if record is not None and record > latest:
+        raise BadRequest(
+            f"Invalid since: '{since}' is past the newest change record "
+            f"({encode_change_cursor(latest)}); pass a meta.next_cursor or meta.change_cursor "
+            "that findata gave you"
+        )
     if record is not None:
         # a record between the cursor and the oldest one kept was pruned: the reader missed it
         if oldest is not None and record + 1 < oldest:

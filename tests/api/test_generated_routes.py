@@ -90,8 +90,47 @@ VALUES = st.one_of(
                      "2024-02-29", "2023-02-29", "0000-01-01", "9999-12-31", "2026-13-01",
                      "1mo", "split", "annual", "as_reported", "latest", "restated", "sp500"]),
     st.integers(min_value=-5, max_value=10**10).map(str),
+    # past 64 bits, digits of other scripts, signs, a cursor past the newest change record
+    st.integers(min_value=2**62, max_value=2**80).map(str),
+    st.sampled_from(["9" * 5000, "9223372036854775807", "9223372036854775808", "+5", "٥",
+                     "１０", "1e3", "0x10", "chg_999999999999", "chg_000000000000"]),
     st.dates().map(lambda d: d.isoformat()),
 )  # fmt: skip
+
+#: every kind of integer parameter in the contracts
+INTEGER_TYPES = {"limit", "offset", "positive_int", "positive_ints"}
+TOO_LARGE = ["9223372036854775808", str(2**64), "1" + "0" * 30, "9" * 5000]
+
+
+def test_integers_past_64_bits_are_the_parameters_400(
+    client: httpx.Client, paths: list[str]
+) -> None:
+    """One range check for every integer parameter: past a signed 64-bit integer is that
+    parameter's 400 on every path that takes it (never a 500 from the database)."""
+    checked = 0
+    for path in paths:
+        contract = next(
+            load_endpoint_contract(n)
+            for n in endpoint_names()
+            if any(_matches(template, path) for template in load_endpoint_contract(n).paths)
+        )
+        for parameter in contract.all_parameters:
+            if parameter.type not in INTEGER_TYPES or parameter.in_path:
+                continue
+            for value in TOO_LARGE:
+                response = client.get(path, params={parameter.name: value})
+                assert response.status_code in (400, 402), (path, parameter.name, response.text)
+                checked += 1
+    assert checked > 50
+    for path in ("/v1/search", "/v1/index/sp500", "/v1/index/sp500/events"):
+        largest = client.get(path, params={"offset": str(2**63 - 1)})
+        assert largest.status_code == 200 and largest.json()["data"] == [], path
+
+
+def _matches(template: str, path: str) -> bool:
+    import re
+
+    return re.fullmatch(re.sub(r"{\w+}", "[^/]+", template), path) is not None
 
 
 def _parameter_names() -> list[str]:

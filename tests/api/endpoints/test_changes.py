@@ -90,6 +90,22 @@ def test_since_texts_and_dates(api: RunningApi) -> None:
     assert expired.json()["code"] == expired.json()["error"] == "cursor_expired"
 
 
+def test_a_cursor_past_the_newest_record_was_never_issued(api: RunningApi) -> None:
+    key = api.new_key("max").key
+    latest = get(api, key, "/v1/changes", limit=1).json()["meta"]["latest_cursor"]
+    assert get(api, key, "/v1/changes", since=latest).status_code == 200  # caught up: valid
+    past = f"chg_{int(latest.removeprefix('chg_')) + 1:012d}"
+    for since in (past, "chg_999999999999"):
+        refused = get(api, key, "/v1/changes", since=since)
+        assert refused.status_code == 400
+        assert refused.json()["detail"] == (
+            f"Invalid since: '{since}' is past the newest change record ({latest}); pass a "
+            "meta.next_cursor or meta.change_cursor that findata gave you"
+        )
+    for since in ("chg_00000000000١", "chg_0000000000001", "chg_00000000001"):  # not cursors
+        assert get(api, key, "/v1/changes", since=since).status_code == 400
+
+
 @pytest.fixture
 def pruned_api(published_home: Path, tmp_path: Path) -> Iterator[RunningApi]:
     """A copy of the published demo whose 100 oldest records were pruned."""
