@@ -37,6 +37,7 @@ from findata.api.mcp.server import MCP_PATH, McpEndpoint
 from findata.api.paging import CursorCodec, cursor_secret
 from findata.api.published import PublishedData
 from findata.api.quotas import Quotas, Sleep
+from findata.api.response_docs import without_validation_errors
 from findata.clock import Clock, get_clock
 from findata.control_plane.database import engine_for
 from findata.settings import Settings, get_settings
@@ -114,6 +115,8 @@ def create_app(
     app.add_middleware(FrontDoor)
 
     app.include_router(contract_router())
+    generated_openapi = app.openapi
+    app.openapi = lambda: without_validation_errors(generated_openapi())  # type: ignore[method-assign]
     mount_dashboard(app, settings, app.state.clock, app.state.accounts, app.state.counters)
     return app
 

@@ -21,6 +21,7 @@ from starlette.responses import Response
 from findata.accounts.store import KeyOwner
 from findata.api.data_requests import UPGRADE_TEXT, DataRequest, Serving
 from findata.api.deps import no_key, optional_key, require_key
+from findata.api.response_docs import route_responses
 from findata.api.service_requests import answer_request
 from findata.contracts.endpoints import (
     EndpointContract,
@@ -44,6 +45,7 @@ def contract_router() -> APIRouter:
                 summary=contract.summary,
                 description=_description(contract),
                 response_class=Response,
+                responses=route_responses(contract),
                 tags=[name],
             )
     return router

@@ -85,6 +85,10 @@ def run_query(
         _WATCHDOG.disarm(alarm)
 
 
+#: how often a query past its time is interrupted again until it stops
+REPEAT_SECONDS = 0.01
+
+
 class _Watchdog:
     """One thread per process that interrupts the queries whose time is up (a thread per query
     would cost its start on every query of the hot path). Started on the first query."""
@@ -128,11 +132,12 @@ class _Watchdog:
                     self._wake.wait(wait)
                     continue
                 heapq.heappop(self._due)
-                self._armed.discard(alarm)
                 # under the lock: a query ending now waits in disarm() until this call has
                 # returned, so the interrupt cannot reach the cursor's next query
-                # (and DuckDB clears an interrupt that found no query running)
                 cursor.interrupt()
+                # DuckDB drops an interrupt that found no query running yet (the call still
+                # binding its parameters, say): interrupt again shortly, until it is disarmed
+                heapq.heappush(self._due, (time.monotonic() + REPEAT_SECONDS, alarm, cursor))
 
 
 _WATCHDOG = _Watchdog()

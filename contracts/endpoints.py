@@ -87,6 +87,21 @@ class Fields(_Strict):
     hidden: list[str] = Field(
         default_factory=list, description="Read for ordering or paging, never returned."
     )
+    keyed_only: list[str] = Field(
+        default_factory=list, description="Identity fields an answer without a key omits."
+    )
+
+
+JsonKind = Literal["string", "string_or_null", "integer", "boolean", "object", "strings"]
+
+
+class EnvelopeExtras(_Strict):
+    """What an endpoint's handler adds to the envelope beyond its kind's fields, with each
+    field's JSON kind (the OpenAPI schema is generated from it; the response test holds the
+    handler to it)."""
+
+    meta: dict[str, JsonKind] = Field(default_factory=dict)
+    top: dict[str, JsonKind] = Field(default_factory=dict, description="Beside data and meta.")
 
 
 class OrderTerm(_Strict):
@@ -135,6 +150,7 @@ class EndpointContract(_Strict):
     )
     parameters: list[Parameter] = Field(default_factory=list)
     fields: Fields
+    envelope_extras: EnvelopeExtras = Field(default_factory=EnvelopeExtras)
     order: list[OrderTerm] = Field(default_factory=list)
     order_description: str | None = Field(
         default=None, description="The spec's words for the row order (data endpoints)."

@@ -38,8 +38,6 @@ ENDED_WARNING = (
 )
 FUTURE_WARNING = "date {asked} is after today; resolved as of today ({today})."
 
-#: full body only (a keyless body omits them: spec "Resolve entity")
-FULL_ONLY = ("ticker_valid_from", "ticker_valid_to", "classifications", "index_membership")
 #: the datasets each body reads, for ``meta.freshness``
 KEYLESS_DATASETS = ("entities", "succession_links", "ticker_history")
 FULL_DATASETS = ("entities", "index_membership", "succession_links", "ticker_history")
@@ -96,7 +94,9 @@ def handle(call: EndpointCall) -> EndpointAnswer:
                     )
                 )
             if keyless:
-                entity = {name: value for name, value in entity.items() if name not in FULL_ONLY}
+                # spec "Resolve entity": the keyless body omits the contract's keyed_only fields
+                omitted = call.contract.fields.keyed_only
+                entity = {name: value for name, value in entity.items() if name not in omitted}
             items.append(entity)
         data[ticker] = {"entities": items, "succession": links.get(ticker, [])}
     warnings += _partial_warnings(resolution, on)

@@ -24,7 +24,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from findata.contracts.datasets import dataset_names, load_dataset_contract
 from findata.contracts.endpoints import (
     EndpointContract,
     Parameter,
@@ -32,6 +31,7 @@ from findata.contracts.endpoints import (
     load_endpoint_contract,
 )
 from findata.contracts.errors import load_errors
+from findata.contracts.fields import field_type
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -142,26 +142,6 @@ def _class_name(code: str) -> str:
 # -- what the contracts say -----------------------------------------------------------------
 
 
-def _column_types() -> dict[str, dict[str, tuple[str, bool]]]:
-    """Each dataset's columns: (DuckDB type, nullable) by name, datasets in name order."""
-    return {
-        name: {c.name: (c.type, c.nullable) for c in load_dataset_contract(name).columns}
-        for name in dataset_names()
-    }
-
-
-def _field_type(
-    field: str, contract: EndpointContract, columns: dict[str, dict[str, tuple[str, bool]]]
-) -> tuple[str | None, bool]:
-    """A field's type: the endpoint's own dataset's column first, then any dataset's."""
-    order = [contract.dataset] if contract.dataset in columns else []
-    order += [name for name in columns if name != contract.dataset]
-    for name in order:
-        if field in columns[name]:
-            return columns[name][field]
-    return None, True
-
-
 def _feed(contract: EndpointContract) -> str | None:
     reads_since = contract.parameter(FEED_PARAMETER) is not None
     return FEED_PARAMETER if contract.paging.kind == "none" and reads_since else None
@@ -224,14 +204,14 @@ def _arguments(contract: EndpointContract) -> list[Argument]:
 # -- the module's parts ---------------------------------------------------------------------
 
 
-def _endpoint_table(columns: dict[str, dict[str, tuple[str, bool]]]) -> str:
+def _endpoint_table() -> str:
     out = ["\n\n#: every endpoint, by contract name", "ENDPOINTS: dict[str, EndpointInfo] = {"]
     for name in endpoint_names():
         contract = load_endpoint_contract(name)
         fields = [*contract.fields.identity, *contract.fields.selectable]
         typed = []
         for field in fields:
-            duck, nullable = _field_type(field, contract, columns)
+            duck, nullable = field_type(field, contract)
             typed.append(f"Field({field!r}, {duck!r}, {nullable!r})")
         parameters = tuple(
             p.name for p in contract.all_parameters if not p.in_path and p.name != "api_key"
@@ -335,7 +315,7 @@ def _mixins() -> str:
 
 def render() -> str:
     """The module's text, formatted by ruff."""
-    text = HEADER + _endpoint_table(_column_types()) + _error_classes() + _mixins()
+    text = HEADER + _endpoint_table() + _error_classes() + _mixins()
     return _ruff_format(text)
 
 

@@ -10,7 +10,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import duckdb
+import pytest
+
 from findata.api.app import create_app
+from findata.api.errors import ApiError
+from findata.api.time_limits import request_time_limit, run_query
 from findata.settings import Settings
 from tests.api.server import RunningApi, serve, start_clock
 
@@ -81,3 +86,14 @@ def test_a_request_past_its_limit_answers_request_timeout(
         assert answer.status_code == 504
         assert answer.json()["code"] == "request_timeout"
         assert answer.json()["detail"] == "Request exceeded time limit"
+
+
+def test_an_interrupt_that_comes_before_the_query_runs_is_repeated() -> None:
+    """DuckDB drops an interrupt that finds no query running yet: a limit shorter than the time
+    to start the query must still stop it (the watchdog interrupts again until disarmed)."""
+    database = duckdb.connect()
+    for _ in range(30):
+        cursor = database.cursor()
+        with pytest.raises(ApiError) as stopped, request_time_limit(30, 0.00001):
+            run_query(cursor, "SELECT sum(range) FROM range(100000000)", {})
+        assert stopped.value.code == "query_timeout"
