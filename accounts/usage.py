@@ -47,24 +47,34 @@ def add_usage(
 ) -> None:
     """Add to the subject's day and hour counters holding ``now`` (inside the caller's
     transaction)."""
+    for window in WINDOWS:
+        add_to_window(connection, subject, window, window_start(now, window), Count(requests, rows))
+
+
+def add_to_window(
+    connection: sa.Connection, subject: str, window: Window, start: dt.datetime, added: Count
+) -> None:
+    """Add ``added`` to one window's counts: one atomic upsert (inside the caller's
+    transaction)."""
     insert = (postgresql if connection.dialect.name == "postgresql" else sqlite).insert
-    for window in ("day", "hour"):
-        statement = insert(usage_counters).values(
-            subject=subject,
-            window=window,
-            window_start=window_start(now, window),
-            requests=requests,
-            rows=rows,
+    statement = insert(usage_counters).values(
+        subject=subject,
+        window=window,
+        window_start=start,
+        requests=added.requests,
+        rows=added.rows,
+        refused=added.refused,
+    )
+    connection.execute(
+        statement.on_conflict_do_update(
+            index_elements=["subject", "window", "window_start"],
+            set_={
+                "requests": usage_counters.c.requests + statement.excluded.requests,
+                "rows": usage_counters.c.rows + statement.excluded.rows,
+                "refused": usage_counters.c.refused + statement.excluded.refused,
+            },
         )
-        connection.execute(
-            statement.on_conflict_do_update(
-                index_elements=["subject", "window", "window_start"],
-                set_={
-                    "requests": usage_counters.c.requests + statement.excluded.requests,
-                    "rows": usage_counters.c.rows + statement.excluded.rows,
-                },
-            )
-        )
+    )
 
 
 def usage_in_window(

@@ -18,8 +18,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
-from findata.accounts.tables import usage_counters, usage_distinct, usage_log
-from findata.accounts.usage import Count, Window
+from findata.accounts.tables import usage_distinct, usage_log
+from findata.accounts.usage import Count, Window, add_to_window
 
 log = logging.getLogger("findata.accounts.usage")
 
@@ -110,24 +110,7 @@ def write_batch(connection: sa.Connection, batch: UsageBatch) -> None:
     transaction): one upsert per window, one insert per table."""
     insert = (postgresql if connection.dialect.name == "postgresql" else sqlite).insert
     for (subject, window, start), count in sorted(batch.counts.items()):
-        statement = insert(usage_counters).values(
-            subject=subject,
-            window=window,
-            window_start=start,
-            requests=count.requests,
-            rows=count.rows,
-            refused=count.refused,
-        )
-        connection.execute(
-            statement.on_conflict_do_update(
-                index_elements=["subject", "window", "window_start"],
-                set_={
-                    "requests": usage_counters.c.requests + statement.excluded.requests,
-                    "rows": usage_counters.c.rows + statement.excluded.rows,
-                    "refused": usage_counters.c.refused + statement.excluded.refused,
-                },
-            )
-        )
+        add_to_window(connection, subject, window, start, count)
     if batch.distinct:
         rows = [
             dict(zip(("subject", "day", "kind", "value"), d, strict=True)) for d in batch.distinct

@@ -131,19 +131,25 @@ def findata_serve(
     url = f"http://127.0.0.1:{port}"
     printed: list[str] = []
     try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                httpx.get(f"{url}/v1/status", timeout=2)
-                break
-            except httpx.TransportError:
-                assert time.monotonic() < deadline and process.poll() is None, "no server"
-                time.sleep(0.2)
+        wait_until_serving(url, process)
         yield url, printed
     finally:
         process.terminate()
         output, _ = process.communicate(timeout=60)
         printed.append(output)
+
+
+def wait_until_serving(url: str, process: subprocess.Popen[Any]) -> None:
+    """Return once the server started as ``process`` answers at ``url`` (fail if it exits or
+    takes more than 90 s)."""
+    deadline = time.monotonic() + 90
+    while True:
+        try:
+            httpx.get(f"{url}/v1/status", timeout=2)
+            return
+        except httpx.TransportError:
+            assert time.monotonic() < deadline and process.poll() is None, "no server"
+            time.sleep(0.2)
 
 
 def copy_published_home(published_home: Path, home: Path, database_url: str | None) -> Settings:

@@ -24,7 +24,7 @@ from findata.accounts.tables import usage_log
 from findata.accounts.usage import usage_in_window
 from findata.clock import SystemClock
 from findata.control_plane.database import engine_for
-from tests.api.server import copy_published_home, free_port
+from tests.api.server import copy_published_home, free_port, wait_until_serving
 
 LOST_AT_MOST_SECONDS = 1.0
 
@@ -46,14 +46,7 @@ def _server(home: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                httpx.get(f"{url}/v1/status", timeout=2)
-                break
-            except httpx.TransportError:
-                assert time.monotonic() < deadline and process.poll() is None, "no server"
-                time.sleep(0.2)
+        wait_until_serving(url, process)
         yield url, process
     finally:
         if process.poll() is None:
