@@ -104,7 +104,8 @@ class RedisCounters:
         self, url: str, engine: sa.Engine, interval: float = WRITE_INTERVAL_SECONDS
     ) -> None:
         self.engine = engine
-        self.redis = redis.Redis.from_url(url)
+        # a Redis that stops answering fails a request in a second, never hangs it
+        self.redis = redis.Redis.from_url(url, socket_timeout=1, socket_connect_timeout=1)
         self.namespace = "findata:" + hashlib.sha256(str(engine.url).encode()).hexdigest()[:12]
         self.pending = PendingUsage()
         self.writer = UsageWriter(engine, self.pending, interval)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -18,6 +19,8 @@ from dataclasses import asdict, dataclass
 from typing import Protocol
 
 import orjson
+
+log = logging.getLogger("findata.api.cache")
 
 ENTRY_SECONDS = 24 * 3600  # a day at most: the view changes with the UTC day anyway
 
@@ -78,19 +81,28 @@ class MemoryCache:
 
 
 class RedisCache:
-    """Answers shared by every worker that uses the same Redis."""
+    """Answers shared by every worker that uses the same Redis. While Redis cannot be reached
+    the cache is a miss that keeps nothing: answers are built afresh, never refused for it."""
 
     def __init__(self, url: str) -> None:
         import redis
 
-        self._redis = redis.Redis.from_url(url)
+        self._redis = redis.Redis.from_url(url, socket_timeout=1, socket_connect_timeout=1)
+        self._unreachable = redis.RedisError
 
     def get(self, key: str) -> CachedAnswer | None:
-        raw = self._redis.get(key)
+        try:
+            raw = self._redis.get(key)
+        except self._unreachable:
+            log.warning("response cache unreachable: answering without it", exc_info=True)
+            return None
         return None if raw is None else CachedAnswer(**orjson.loads(raw))
 
     def put(self, key: str, answer: CachedAnswer) -> None:
-        self._redis.set(key, orjson.dumps(asdict(answer)), ex=ENTRY_SECONDS)
+        try:
+            self._redis.set(key, orjson.dumps(asdict(answer)), ex=ENTRY_SECONDS)
+        except self._unreachable:
+            log.warning("response cache unreachable: answer not kept", exc_info=True)
 
 
 def response_cache(url: str | None) -> ResponseCache:
