@@ -212,3 +212,27 @@ def test_no_answer_within_the_timeout_is_a_failure(
     assert not result.delivered
     assert 0.5 <= waited < 5
     assert len(receiver.received(path)) == 1
+
+
+def test_a_receiver_that_accepts_and_never_answers_is_a_failure_in_time(
+    test_certificates: LoopbackCertificates,
+) -> None:
+    """A receiver that takes the TCP connection and then says nothing (no TLS handshake, no
+    answer): the attempt fails within its time limit and the sender moves on."""
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)  # the kernel accepts connections; nobody ever reads or writes
+        port = silent.getsockname()[1]
+        checked = CheckedUrl(
+            f"https://localhost:{port}/hook",
+            "localhost",
+            port,
+            "/hook",
+            (ipaddress.ip_address("127.0.0.1"),),
+        )
+        started = time.monotonic()
+        result = post_signed(checked, HEADERS, BODY, ca_bundle=test_certificates.ca, timeout=0.5)
+        waited = time.monotonic() - started
+    assert not result.delivered and result.http_status is None
+    assert result.error is not None
+    assert 0.4 <= waited < 3, waited
