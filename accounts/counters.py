@@ -25,6 +25,7 @@ from typing import Literal, Protocol
 import sqlalchemy as sa
 
 from findata.accounts import usage
+from findata.accounts.tables import usage_counters
 from findata.accounts.usage import (
     WINDOWS,
     Count,
@@ -92,6 +93,13 @@ class UsageCounters(Protocol):
         """Distinct values of ``kind`` served to the subject on ``day``."""
         ...
 
+    def add_distinct_within(
+        self, subject: str, day: dt.date, kind: str, value: str, allowance: int
+    ) -> int | None:
+        """Atomically: None when ``allowance`` distinct values are already used on ``day``
+        (even if ``value`` is one of them), else record ``value`` and say how many now."""
+        ...
+
     def usage(self, subject: str, at: dt.datetime, window: Window) -> tuple[int, int]:
         """Requests and rows counted in the window holding ``at``."""
         ...
@@ -149,6 +157,27 @@ class DatabaseCounters:
     def count_distinct(self, subject: str, day: dt.date, kind: str) -> int:
         with self.engine.connect() as connection:
             return usage.count_distinct(connection, subject, day, kind)
+
+    def add_distinct_within(
+        self, subject: str, day: dt.date, kind: str, value: str, allowance: int
+    ) -> int | None:
+        with self.engine.begin() as connection:
+            # a write first: SQLite takes its write lock before the count (as reserve does),
+            # PostgreSQL locks the subject's day counter row: concurrent calls queue
+            usage.add_to_window(connection, subject, "day", _midnight(day), Count())
+            if connection.dialect.name == "postgresql":
+                connection.execute(
+                    sa.select(usage_counters.c.subject)
+                    .where(
+                        usage_counters.c.subject == subject,
+                        usage_counters.c.window == "day",
+                        usage_counters.c.window_start == _midnight(day),
+                    )
+                    .with_for_update()
+                )
+            if usage.count_distinct(connection, subject, day, kind) >= allowance:
+                return None
+            return usage.add_distinct(connection, subject, day, kind, [value])
 
     def usage(self, subject: str, at: dt.datetime, window: Window) -> tuple[int, int]:
         with self.engine.connect() as connection:
@@ -219,6 +248,14 @@ class MemoryCounters:
     def count_distinct(self, subject: str, day: dt.date, kind: str) -> int:
         with self._lock:
             return len(self._values((subject, day, kind)))
+
+    def add_distinct_within(
+        self, subject: str, day: dt.date, kind: str, value: str, allowance: int
+    ) -> int | None:
+        with self._lock:
+            if len(self._values((subject, day, kind))) >= allowance:
+                return None
+            return self._add_distinct((subject, day, kind), [value])
 
     def usage(self, subject: str, at: dt.datetime, window: Window) -> tuple[int, int]:
         with self._lock:
@@ -291,6 +328,10 @@ class MemoryCounters:
             for key, count in self._counts.items()
             if key[2] >= window_start(newest[2], key[1]) or self.pending.holds(key)
         }
+
+
+def _midnight(day: dt.date) -> dt.datetime:
+    return dt.datetime.combine(day, dt.time(), dt.UTC)
 
 
 def usage_counters_for(

@@ -86,6 +86,15 @@ if #ARGV > 0 then redis.call('SADD', KEYS[1], unpack(ARGV)) end
 return redis.call('SCARD', KEYS[1]) - 1
 """
 
+# KEYS: a day's set. ARGV: the allowance, the value. -2: missing; -1: the allowance is used
+# up (the value is not added); else how many distinct values after adding it.
+ADD_DISTINCT_WITHIN = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return -2 end
+if redis.call('SCARD', KEYS[1]) - 1 >= tonumber(ARGV[1]) then return -1 end
+redis.call('SADD', KEYS[1], ARGV[2])
+return redis.call('SCARD', KEYS[1]) - 1
+"""
+
 # KEYS: a day's set. ARGV: the TTL, the marker, the values on the control plane.
 SEED_DISTINCT = """
 local fresh = redis.call('EXISTS', KEYS[1]) == 0
@@ -114,6 +123,7 @@ class RedisCounters:
         self._seed_counter = self.redis.register_script(SEED_COUNTER)
         self._add_distinct = self.redis.register_script(ADD_DISTINCT)
         self._seed_distinct = self.redis.register_script(SEED_DISTINCT)
+        self._add_distinct_within = self.redis.register_script(ADD_DISTINCT_WITHIN)
 
     def reserve(
         self, subject: str, now: dt.datetime, cost: int, limits: Limits
@@ -153,14 +163,32 @@ class RedisCounters:
         key = self._distinct_key(subject, day, kind)
         count = self._add_distinct(keys=[key], args=values)
         if count < 0:
-            with self.engine.connect() as connection:
-                known = usage.read_distinct(connection, subject, day, kind)
-            self._seed_distinct(keys=[key], args=[TTL_SECONDS["day"], MARKER, *known])
+            self._seed_day(subject, day, kind)
             count = self._add_distinct(keys=[key], args=values)
         if values:
             # the control plane ignores values it holds: no need to know which were new here
             self.pending.add_distinct((subject, day, kind), values)
         return int(count)
+
+    def add_distinct_within(
+        self, subject: str, day: dt.date, kind: str, value: str, allowance: int
+    ) -> int | None:
+        key = self._distinct_key(subject, day, kind)
+        count = self._add_distinct_within(keys=[key], args=[allowance, value])
+        if count == -2:
+            self._seed_day(subject, day, kind)
+            count = self._add_distinct_within(keys=[key], args=[allowance, value])
+        if count == -1:
+            return None
+        self.pending.add_distinct((subject, day, kind), [value])
+        return int(count)
+
+    def _seed_day(self, subject: str, day: dt.date, kind: str) -> None:
+        """Load a day's distinct values into Redis (a union: safe if another process did)."""
+        with self.engine.connect() as connection:
+            known = usage.read_distinct(connection, subject, day, kind)
+        key = self._distinct_key(subject, day, kind)
+        self._seed_distinct(keys=[key], args=[TTL_SECONDS["day"], MARKER, *known])
 
     def count_distinct(self, subject: str, day: dt.date, kind: str) -> int:
         return self.add_distinct(subject, day, kind, [])

@@ -135,9 +135,11 @@ class Quotas:
             return
         day = self.clock.now().date()
         subject = owner.account.id
-        if self.counters.count_distinct(subject, day, "as_of") >= allowance:
+        used = self.counters.add_distinct_within(
+            subject, day, "as_of", as_of.isoformat(), allowance
+        )
+        if used is None:
             raise ApiError("asof_limit_exceeded")
-        used = self.counters.add_distinct(subject, day, "as_of", [as_of.isoformat()])
         slowdown = plan.slowdowns.index_as_of
         if slowdown is not None:
             delay = slowdown.delay(used, allowance)

@@ -160,3 +160,26 @@ def test_redis_counters_are_shared_between_processes_of_one_control_plane(
     finally:
         for counters in (first, second, elsewhere):
             counters.close()
+
+
+def test_distinct_values_within_an_allowance_under_threads(counters: UsageCounters) -> None:
+    """Free's index dates: at most the allowance of distinct values, exactly, however many
+    requests ask at once; once it is used up, every value is refused (a known one too)."""
+    accepted: list[int] = []
+    start = threading.Barrier(8)
+
+    def client(n: int) -> None:
+        start.wait()
+        for m in range(10):
+            used = counters.add_distinct_within("acct", TEN.date(), "as_of", f"{n}-{m}", 51)
+            if used is not None:
+                accepted.append(used)
+
+    threads = [threading.Thread(target=client, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(accepted) == list(range(1, 52))
+    assert counters.add_distinct_within("acct", TEN.date(), "as_of", "0-0", 51) is None
+    assert counters.count_distinct("acct", TEN.date(), "as_of") == 51
