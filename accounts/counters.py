@@ -25,7 +25,6 @@ from typing import Literal, Protocol
 import sqlalchemy as sa
 
 from findata.accounts import usage
-from findata.accounts.tables import usage_counters
 from findata.accounts.usage import (
     WINDOWS,
     Count,
@@ -162,19 +161,10 @@ class DatabaseCounters:
         self, subject: str, day: dt.date, kind: str, value: str, allowance: int
     ) -> int | None:
         with self.engine.begin() as connection:
-            # a write first: SQLite takes its write lock before the count (as reserve does),
-            # PostgreSQL locks the subject's day counter row: concurrent calls queue
+            # a write first, adding nothing to the subject's day counter: the upsert holds
+            # SQLite's write lock, or PostgreSQL's lock on that row, until the commit, so
+            # concurrent calls for the subject queue before they count
             usage.add_to_window(connection, subject, "day", _midnight(day), Count())
-            if connection.dialect.name == "postgresql":
-                connection.execute(
-                    sa.select(usage_counters.c.subject)
-                    .where(
-                        usage_counters.c.subject == subject,
-                        usage_counters.c.window == "day",
-                        usage_counters.c.window_start == _midnight(day),
-                    )
-                    .with_for_update()
-                )
             if usage.count_distinct(connection, subject, day, kind) >= allowance:
                 return None
             return usage.add_distinct(connection, subject, day, kind, [value])
