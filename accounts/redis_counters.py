@@ -35,6 +35,8 @@ from findata.accounts.usage_batches import PendingUsage, UsageWriter
 TTL_SECONDS = {"hour": 3 * 3600, "day": 2 * 86400}
 #: a distinct-values set always holds this member, so a seeded but empty day still exists
 MARKER = ""
+#: values per script call (Lua's ``unpack`` takes a few thousand at most)
+SEED_CHUNK = 1000
 
 # KEYS: the day's and the hour's counters. ARGV: cost, then the requests per day and hour and
 # the rows per day and hour allowances (-1: none). The same order of checks as
@@ -161,10 +163,13 @@ class RedisCounters:
 
     def add_distinct(self, subject: str, day: dt.date, kind: str, values: list[str]) -> int:
         key = self._distinct_key(subject, day, kind)
-        count = self._add_distinct(keys=[key], args=values)
-        if count < 0:
-            self._seed_day(subject, day, kind)
-            count = self._add_distinct(keys=[key], args=values)
+        count = 0
+        for first in range(0, len(values) + 1, SEED_CHUNK):  # Lua unpacks a few thousand
+            chunk = values[first : first + SEED_CHUNK]
+            count = self._add_distinct(keys=[key], args=chunk)
+            if count < 0:
+                self._seed_day(subject, day, kind)
+                count = self._add_distinct(keys=[key], args=chunk)
         if values:
             # the control plane ignores values it holds: no need to know which were new here
             self.pending.add_distinct((subject, day, kind), values)
@@ -184,11 +189,14 @@ class RedisCounters:
         return int(count)
 
     def _seed_day(self, subject: str, day: dt.date, kind: str) -> None:
-        """Load a day's distinct values into Redis (a union: safe if another process did)."""
+        """Load a day's distinct values into Redis (a union: safe if another process did), in
+        chunks (Lua's ``unpack`` takes a few thousand values at most)."""
         with self.engine.connect() as connection:
-            known = usage.read_distinct(connection, subject, day, kind)
+            known = sorted(usage.read_distinct(connection, subject, day, kind))
         key = self._distinct_key(subject, day, kind)
-        self._seed_distinct(keys=[key], args=[TTL_SECONDS["day"], MARKER, *known])
+        for first in range(0, len(known) + 1, SEED_CHUNK):
+            chunk = known[first : first + SEED_CHUNK]
+            self._seed_distinct(keys=[key], args=[TTL_SECONDS["day"], MARKER, *chunk])
 
     def count_distinct(self, subject: str, day: dt.date, kind: str) -> int:
         return self.add_distinct(subject, day, kind, [])

@@ -183,3 +183,17 @@ def test_distinct_values_within_an_allowance_under_threads(counters: UsageCounte
     assert sorted(accepted) == list(range(1, 52))
     assert counters.add_distinct_within("acct", TEN.date(), "as_of", "0-0", 51) is None
     assert counters.count_distinct("acct", TEN.date(), "as_of") == 51
+
+
+def test_a_busy_day_is_read_back_from_the_control_plane(
+    engine: sa.Engine, counters: UsageCounters
+) -> None:
+    """A day with thousands of entities already served (by an earlier process, before Redis
+    lost its keys) is loaded whole the first time it is used."""
+    with engine.begin() as connection:
+        from findata.accounts.usage import add_distinct
+
+        add_distinct(connection, "acct", TEN.date(), "entity", [str(n) for n in range(12_000)])
+    assert counters.add_distinct("acct", TEN.date(), "entity", ["5", "12000"]) == 12_001
+    many = [str(n) for n in range(11_000, 21_000)]  # an answer may name thousands at once
+    assert counters.add_distinct("acct", TEN.date(), "entity", many) == 21_000
