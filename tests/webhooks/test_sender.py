@@ -175,15 +175,19 @@ def test_the_next_approved_address_is_tried_when_one_refuses(
     assert len(receiver.received(path)) == 1
 
 
-def test_no_listener_is_a_connection_failure(test_certificates: LoopbackCertificates) -> None:
-    port = free_port()
-    checked = CheckedUrl(
+def loopback_hook(port: int) -> CheckedUrl:
+    """``https://localhost:PORT/hook``, approved for 127.0.0.1."""
+    return CheckedUrl(
         f"https://localhost:{port}/hook",
         "localhost",
         port,
         "/hook",
         (ipaddress.ip_address("127.0.0.1"),),
     )
+
+
+def test_no_listener_is_a_connection_failure(test_certificates: LoopbackCertificates) -> None:
+    checked = loopback_hook(free_port())
     result = post_signed(checked, HEADERS, BODY, ca_bundle=test_certificates.ca)
     assert result.http_status is None and not result.delivered
     assert result.error is not None and result.error.startswith("connection failed: ")
@@ -222,14 +226,7 @@ def test_a_receiver_that_accepts_and_never_answers_is_a_failure_in_time(
     with socket.socket() as silent:
         silent.bind(("127.0.0.1", 0))
         silent.listen(8)  # the kernel accepts connections; nobody ever reads or writes
-        port = silent.getsockname()[1]
-        checked = CheckedUrl(
-            f"https://localhost:{port}/hook",
-            "localhost",
-            port,
-            "/hook",
-            (ipaddress.ip_address("127.0.0.1"),),
-        )
+        checked = loopback_hook(silent.getsockname()[1])
         started = time.monotonic()
         result = post_signed(checked, HEADERS, BODY, ca_bundle=test_certificates.ca, timeout=0.5)
         waited = time.monotonic() - started
