@@ -2,8 +2,9 @@
 body (the envelope of the contract's kind, ``meta`` for its paging, each row field typed by the
 dataset contracts with its nullability), the error body of each status the endpoint can answer
 (its ``code`` limited to the catalogue's codes of that status), and the response headers of the
-spec's table that the endpoint sends. Nothing here restates a field: it is all read from
-``contracts/``."""
+spec's table that the endpoint sends. Fields, types, statuses' codes and the handlers' extras
+are read from ``contracts/``; the envelope shapes per kind follow ``api/envelopes.py``, and the
+response headers are the spec's table (no contract holds them), listed below."""
 
 from __future__ import annotations
 
