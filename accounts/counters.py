@@ -37,12 +37,15 @@ from findata.accounts.usage import (
     refusal_of,
     window_start,
 )
-from findata.accounts.usage_batches import CounterKey, DistinctKey, PendingUsage, UsageWriter
+from findata.accounts.usage_batches import (
+    WRITE_INTERVAL_SECONDS,
+    CounterKey,
+    DistinctKey,
+    PendingUsage,
+    UsageWriter,
+)
 
 CountersKind = Literal["database", "memory", "redis"]
-#: how often counts kept outside the database are written to it (a crash loses at most this
-#: plus one write)
-WRITE_INTERVAL_SECONDS = 0.5
 #: windows kept in memory before old, written ones are dropped
 MEMORY_WINDOWS = 4096
 

@@ -19,7 +19,7 @@ import redis
 import sqlalchemy as sa
 
 from findata.accounts import usage
-from findata.accounts.counters import WRITE_INTERVAL_SECONDS, AnsweredCall, CountersKind
+from findata.accounts.counters import AnsweredCall, CountersKind
 from findata.accounts.usage import (
     WINDOWS,
     Limits,
@@ -29,7 +29,7 @@ from findata.accounts.usage import (
     read_count,
     window_start,
 )
-from findata.accounts.usage_batches import PendingUsage, UsageWriter
+from findata.accounts.usage_batches import WRITE_INTERVAL_SECONDS, PendingUsage, UsageWriter
 
 #: kept past the window's end, so late writes (a release, an answer's rows) find their window
 TTL_SECONDS = {"hour": 3 * 3600, "day": 2 * 86400}

@@ -4,7 +4,7 @@ plane.
 One row per subject, window kind and window start; adding is one atomic upsert, so counts stay
 exact with many workers on SQLite or PostgreSQL. These are the durable counts: the counters that
 admit requests (``accounts/counters.py``) either run their transactions here or keep the live
-counts elsewhere and write what they add here in batches (:func:`write_batch`).
+counts elsewhere and write what they add here in batches (``usage_batches.write_batch``).
 """
 
 from __future__ import annotations
@@ -81,14 +81,8 @@ def usage_in_window(
     connection: sa.Connection, subject: str, now: dt.datetime, window: Window
 ) -> tuple[int, int]:
     """Requests and rows counted for ``subject`` in the window holding ``now``."""
-    row = connection.execute(
-        sa.select(usage_counters.c.requests, usage_counters.c.rows).where(
-            usage_counters.c.subject == subject,
-            usage_counters.c.window == window,
-            usage_counters.c.window_start == window_start(now, window),
-        )
-    ).first()
-    return (0, 0) if row is None else (row.requests, row.rows)
+    count = read_count(connection, subject, window, window_start(now, window))
+    return count.requests, count.rows
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,10 @@ from findata.accounts.usage import Count, Window, add_to_window
 
 log = logging.getLogger("findata.accounts.usage")
 
+#: how often counts kept outside the database are written to it (a crash loses at most this
+#: plus one write)
+WRITE_INTERVAL_SECONDS = 0.5
+
 CounterKey = tuple[str, Window, dt.datetime]  # subject, window, window start
 DistinctKey = tuple[str, dt.date, str]  # subject, day, kind
 
@@ -129,7 +133,9 @@ class UsageWriter:
     """Writes the pending batch to the control plane every ``interval`` seconds, on a daemon
     thread, and once more on :meth:`close`."""
 
-    def __init__(self, engine: sa.Engine, pending: PendingUsage, interval: float = 0.5) -> None:
+    def __init__(
+        self, engine: sa.Engine, pending: PendingUsage, interval: float = WRITE_INTERVAL_SECONDS
+    ) -> None:
         self.engine = engine
         self.pending = pending
         self.interval = interval

@@ -55,8 +55,7 @@ def fetch_dicts(
 ) -> list[dict[str, Any]]:
     """Run ``query`` (within the request's time limits) and return its rows as dicts in column
     order."""
-    names, rows = run_query(cursor, query.sql(dialect="duckdb"), binder.values)
-    return [dict(zip(names, row, strict=True)) for row in rows]
+    return fetch_dicts_of_sql(cursor, query.sql(dialect="duckdb"), binder.values)
 
 
 def fetch_dicts_of_sql(
