@@ -47,10 +47,12 @@ log = logging.getLogger("findata.api")
 
 @asynccontextmanager
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
-    """What runs while the app serves: the MCP transports' task groups."""
+    """What runs while the app serves: the MCP transports' task groups; at the end, usage
+    written and version files closed."""
     async with app.state.mcp.running():
         yield
     app.state.counters.close()  # the usage counted but not yet written
+    app.state.published.close()
 
 
 def create_app(

@@ -146,6 +146,13 @@ class PublishedData:
         with self._lock:
             return set(self._open)
 
+    def close(self) -> None:
+        """Close every version this worker holds (the app stops, its requests done)."""
+        with self._lock:
+            for entry in self._open.values():
+                entry.connection.close()
+            self._open.clear()
+
     def _returned(self, label: str) -> None:
         with self._lock:
             entry = self._open[label]

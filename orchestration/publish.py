@@ -12,8 +12,12 @@ Steps, in this order, under a lock that lets one publisher through at a time:
    ``data.changed`` event. The newest version row is the current version, so the version becomes
    current, and its records and event visible, in the same commit.
 
-A crash before the commit leaves at most a version file that no row names; it is never served,
-and the next publish removes it and publishes the same changes again. Re-running is safe.
+A publish that fails before the rename (the disk full while writing the staging file, say)
+deletes the staging file and what DuckDB wrote beside it (``.wal``, ``.tmp``) before the error
+goes on: it leaves nothing, and the current version keeps being served. A crash before the
+commit leaves at most a version file (or staging file) that no row names; it is never served,
+and the next publish removes it, with its side files, and publishes the same changes again.
+Re-running is safe.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import hashlib
 import json
 import os
 import secrets
+import shutil
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -242,14 +247,31 @@ def publish_lock(published: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+def _remove_database(path: Path) -> None:
+    """Delete a DuckDB file and what DuckDB writes beside it: its WAL and its spill directory."""
+    path.unlink(missing_ok=True)
+    Path(f"{path}.wal").unlink(missing_ok=True)
+    shutil.rmtree(f"{path}.tmp", ignore_errors=True)
+
+
 def _remove_unpublished_files(published: Path, known: set[str], keep: Path) -> None:
-    """Delete version files that no version row names (left by a crash before the commit)."""
-    for path in published.glob("*.duckdb"):
-        if path.name not in known and path != keep:
-            path.unlink()
-    for path in published.glob(".staging-*.duckdb"):
-        if path != keep:
-            path.unlink()
+    """Delete version and staging files that no version row names (left by a crash before the
+    commit), with their side files; a side file alone (its database already gone) too."""
+    for entry in published.iterdir():
+        database = published / entry.name.removesuffix(".wal").removesuffix(".tmp")
+        if database.suffix == ".duckdb" and database.name not in known and database != keep:
+            _remove_database(database)
+
+
+@contextlib.contextmanager
+def _removed_on_failure(staging: Path) -> Iterator[None]:
+    """Delete ``staging`` and its side files if the block fails, then let the error go on: a
+    publish that failed because the disk is full must not leave a partial file filling it."""
+    try:
+        yield
+    except BaseException:
+        _remove_database(staging)
+        raise
 
 
 def _inject_fault(point: str) -> None:
@@ -299,33 +321,34 @@ def publish(settings: Settings, *, run_id: str, clock: Clock) -> PublishResult:
             known = set(connection.execute(sa.select(schema.versions.c.file_name)).scalars())
         staging = published / f".staging-{run_id}.duckdb"
         _remove_unpublished_files(published, known, keep=staging)
-        export_marts(settings.warehouse_path, staging, contracts)
-        with duckdb.connect(str(staging)) as con:
-            prints = fingerprints(con, "main", contracts)
-            digest = content_hash(prints)
-            if current is not None and current.content_hash == digest:
-                con.close()
-                staging.unlink()
+        with _removed_on_failure(staging):
+            export_marts(settings.warehouse_path, staging, contracts)
+            with duckdb.connect(str(staging)) as con:
+                prints = fingerprints(con, "main", contracts)
+                digest = content_hash(prints)
+                if current is not None and current.content_hash == digest:
+                    con.close()
+                    _remove_database(staging)
+                    return PublishResult(None, None, 0, None, {})
+                old = None
+                if current is not None:
+                    con.execute(f"ATTACH '{published / current.file_name}' AS old (READ_ONLY)")
+                    old = "old"
+                records = [r for c in contracts for r in diff_dataset(con, c, "main", old)]
+                through = data_through(con, contracts)
+                counts = {
+                    c.name: con.execute(f'SELECT count(*) FROM "{c.name}"').fetchall()[0][0]
+                    for c in contracts
+                }
+            if not records:
+                # same rows, another fingerprint (a DuckDB upgrade can change its row hash): the
+                # served data did not change, so nothing is published
+                _remove_database(staging)
                 return PublishResult(None, None, 0, None, {})
-            old = None
-            if current is not None:
-                con.execute(f"ATTACH '{published / current.file_name}' AS old (READ_ONLY)")
-                old = "old"
-            records = [r for c in contracts for r in diff_dataset(con, c, "main", old)]
-            through = data_through(con, contracts)
-            counts = {
-                c.name: con.execute(f'SELECT count(*) FROM "{c.name}"').fetchall()[0][0]
-                for c in contracts
-            }
-        if not records:
-            # same rows, another fingerprint (a DuckDB upgrade can change its row hash): the
-            # served data did not change, so nothing is published
-            staging.unlink()
-            return PublishResult(None, None, 0, None, {})
-        now = clock.now()
-        label = f"{now:%Y%m%dT%H%M%S}Z-{run_id[:8]}"
-        version_file = published / f"{label}.duckdb"
-        os.replace(staging, version_file)
+            now = clock.now()
+            label = f"{now:%Y%m%dT%H%M%S}Z-{run_id[:8]}"
+            version_file = published / f"{label}.duckdb"
+            os.replace(staging, version_file)
         _inject_fault(FAULT_AFTER_VERSION_FILE)
         event_id = "evt_" + secrets.token_hex(12)
         with engine.begin() as connection:

@@ -31,7 +31,11 @@ def upgrade(url: str) -> None:
 def engine_for(url: str) -> sa.Engine:
     """The engine of the control plane at ``url``, migrated to the newest schema."""
     upgrade(url)
-    engine = sa.create_engine(url, future=True)
+    # PostgreSQL restarts (upgrades, failovers) while the service runs: every pooled connection
+    # is then dead, and the next request on each would fail. The pre-ping (one round trip per
+    # checkout) replaces a dead connection before it is used. SQLite is a file: nothing to ping.
+    postgresql = sa.make_url(url).get_backend_name() == "postgresql"
+    engine = sa.create_engine(url, future=True, pool_pre_ping=postgresql)
     if engine.dialect.name == "sqlite":
         # several processes (pipeline, API workers) share the file: wait on locks, don't fail
         sa.event.listen(engine, "connect", _sqlite_pragmas)

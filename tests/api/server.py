@@ -11,6 +11,7 @@ import socket
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -118,25 +119,29 @@ def findata_serve(
     env: dict[str, str], workers: int, *options: str
 ) -> Iterator[tuple[str, list[str]]]:
     """``findata serve --workers N [options]`` as a user runs it, on a free port, until the block
-    ends; yields its URL, then (for the caller's checks, after it stopped) what it printed."""
+    ends (then stopped with SIGTERM); yields its URL, then (for the caller's checks, after it
+    stopped) what it printed. The output goes to a file: a pipe read only at the end fills up
+    when the server logs much (tracebacks of an outage), and its next write would block."""
     findata = Path(sys.executable).parent / "findata"
     port = free_port()
-    process = subprocess.Popen(
-        [str(findata), "serve", "--port", str(port), "--workers", str(workers), *options],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
     url = f"http://127.0.0.1:{port}"
     printed: list[str] = []
-    try:
-        wait_until_serving(url, process)
-        yield url, printed
-    finally:
-        process.terminate()
-        output, _ = process.communicate(timeout=60)
-        printed.append(output)
+    with tempfile.TemporaryFile("w+") as output:
+        process = subprocess.Popen(
+            [str(findata), "serve", "--port", str(port), "--workers", str(workers), *options],
+            env=env,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        try:
+            wait_until_serving(url, process)
+            yield url, printed
+        finally:
+            process.terminate()
+            process.wait(timeout=60)
+            output.seek(0)
+            printed.append(output.read())
 
 
 def wait_until_serving(url: str, process: subprocess.Popen[Any]) -> None:

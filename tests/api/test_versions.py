@@ -1,10 +1,12 @@
 """A newly published version is served on the next request, without a restart; a query paged
 with cursors stays on the version its first page read (no skipped or repeated rows); a worker
-closes the versions nobody reads any more, never one a request is reading."""
+closes the versions nobody reads any more, never one a request is reading, and all of them
+when it stops."""
 
 from __future__ import annotations
 
 import datetime as dt
+import os
 import shutil
 import sqlite3
 from collections.abc import Iterator
@@ -22,7 +24,7 @@ from findata.control_plane.database import engine_for
 from findata.control_plane.schema import versions
 from findata.published import current_version
 from findata.settings import Settings
-from tests.api.server import RunningApi, serve, start_clock
+from tests.api.server import RunningApi, copy_published_home, serve, start_clock
 
 
 @pytest.fixture
@@ -227,3 +229,36 @@ def _publish_copy_from(settings: Settings, source: Path) -> None:
             )
         )
     assert sa  # the control plane is SQLAlchemy Core throughout
+
+
+def test_a_stopped_server_holds_no_version_file_open(
+    published_home: Path, tmp_path: Path, scenarios: dict
+) -> None:
+    home = tmp_path / "home"
+    settings = copy_published_home(published_home, home, None)
+    clock = start_clock()
+    app = create_app(settings, clock)
+    with serve(app, clock) as running, running.client() as client:
+        key = running.new_key("pro").key
+        answer = client.get(
+            f"/v1/prices/{scenarios['plain']['ticker']}", headers={"X-API-Key": key}
+        )
+        assert answer.status_code == 200
+        assert app.state.published.open_labels()
+        assert _files_open_under(settings.published_dir)
+    # the lifespan's end closed every version: nothing under published/ is open any more
+    assert app.state.published.open_labels() == set()
+    assert _files_open_under(settings.published_dir) == []
+
+
+def _files_open_under(directory: Path) -> list[Path]:
+    """The files under ``directory`` this process holds open (from /proc/self/fd)."""
+    held = []
+    for fd in Path("/proc/self/fd").iterdir():
+        try:
+            target = Path(os.readlink(fd))
+        except OSError:  # closed meanwhile
+            continue
+        if target.is_relative_to(directory):
+            held.append(target)
+    return held

@@ -1,4 +1,5 @@
-"""Landing edits the refresh tests make: one more trading day of prices, a restating filing."""
+"""Landing edits the refresh tests make: one more trading day of prices (the demo's own
+``advance``), a restating filing."""
 
 from __future__ import annotations
 
@@ -6,43 +7,9 @@ import datetime as dt
 import json
 from pathlib import Path
 
-import pandas as pd
+from findata.orchestration.demo.advance import add_price_day, next_session
 
-
-def next_session(day: dt.date) -> dt.date:
-    """The NYSE session after ``day``."""
-    from findata.orchestration.demo.calendar import trading_sessions
-
-    return trading_sessions(day + dt.timedelta(days=1), day + dt.timedelta(days=10))[0].date()
-
-
-def add_price_day(landing: Path, day: dt.date, entity_ids: list[int]) -> None:
-    """A new price file with one bar on ``day`` for each of ``entity_ids`` (their last close)."""
-    prices = pd.concat(pd.read_csv(p) for p in sorted((landing / "prices").glob("*.csv")))
-    last = (
-        prices[prices["entity_id"].isin(entity_ids)].sort_values("date").groupby("entity_id").last()
-    )
-    rows = last.reset_index()[["entity_id", "ticker", "close", "volume", "shares_outstanding"]]
-    rows = rows.assign(
-        date=day.isoformat(),
-        open=rows["close"],
-        high=rows["close"] * 1.01,
-        low=rows["close"] * 0.99,
-    )
-    columns = [
-        "entity_id",
-        "ticker",
-        "date",
-        "open",
-        "high",
-        "low",
-        "close",
-        "volume",
-        "shares_outstanding",
-    ]
-    rows[columns].round(2).to_csv(
-        landing / "prices" / f"prices_extra_{day:%Y%m%d}.csv", index=False
-    )
+__all__ = ["add_price_day", "next_session", "restate_latest_annual_revenue"]
 
 
 def restate_latest_annual_revenue(landing: Path, cik: str, filed: dt.date) -> tuple[str, str]:
