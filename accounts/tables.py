@@ -1,4 +1,4 @@
-"""Accounts, API keys, usage counters (migrations 0002, 0003), and the dashboard's sign-in,
+"""Accounts, API keys, usage counters (migrations 0002, 0003, 0006), and the dashboard's sign-in,
 invitation and billing records (migration 0005), as SQLAlchemy Core tables."""
 
 from __future__ import annotations
@@ -83,6 +83,16 @@ usage_log = sa.Table(
     sa.Column("requests", sa.Integer, nullable=False),  # the per-ticker count
     sa.Column("rows", sa.Integer, nullable=False),
     sa.Index("ix_usage_log_subject_at", "subject", "at"),
+)
+
+#: the last usage batch each serving process wrote (accounts/usage_batches.py): a batch retried
+#: after a commit whose answer was lost is not added twice (migration 0006)
+usage_writes = sa.Table(
+    "usage_writes",
+    metadata,
+    sa.Column("writer", sa.String(32), primary_key=True),  # a process's random id
+    sa.Column("last_batch", sa.BigInteger, nullable=False),
+    sa.Column("written_at", sa.DateTime(timezone=True), nullable=False),
 )
 
 #: IP addresses whose keyless requests are refused (429 temporarily_blocked)
