@@ -45,7 +45,7 @@ def contract_router() -> APIRouter:
                 summary=contract.summary,
                 description=_description(contract),
                 response_class=Response,
-                responses=route_responses(contract),
+                responses=route_responses(contract, path),
                 tags=[name],
             )
     return router

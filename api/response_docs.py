@@ -8,10 +8,11 @@ response headers are the spec's table (no contract holds them), listed below."""
 
 from __future__ import annotations
 
+import re
 from functools import cache
 from typing import Any
 
-from findata.contracts.endpoints import EndpointContract
+from findata.contracts.endpoints import EndpointContract, load_endpoint_contract
 from findata.contracts.errors import load_errors
 from findata.contracts.fields import field_type
 
@@ -53,10 +54,12 @@ NOTICE_HEADERS = {
     "Warning": "299 with the same message (outdated clients).",
 }
 CORS_HEADER = {"Access-Control-Expose-Headers": "Every header above, for browsers."}
+#: where the change feed is served (the target of every data answer's ``changesSince`` link)
+CHANGES_PATH = load_endpoint_contract("changes").paths[0]
 
 
-def route_responses(contract: EndpointContract) -> dict[int | str, Schema]:
-    """The ``responses`` of the contract's routes."""
+def route_responses(contract: EndpointContract, path: str) -> dict[int | str, Schema]:
+    """The ``responses`` of the contract's route at ``path``."""
     responses: dict[int | str, Schema] = {
         200: {
             "description": "The answer.",
@@ -64,6 +67,9 @@ def route_responses(contract: EndpointContract) -> dict[int | str, Schema]:
             "headers": _headers(contract, 200),
         }
     }
+    links = answer_links(contract, path)
+    if links:
+        responses[200]["links"] = links
     for status in error_statuses(contract):
         responses[status] = {
             "description": ", ".join(_codes_of(status)),
@@ -71,6 +77,40 @@ def route_responses(contract: EndpointContract) -> dict[int | str, Schema]:
             "headers": _headers(contract, status),
         }
     return responses
+
+
+def answer_links(contract: EndpointContract, path: str) -> Schema:
+    """OpenAPI links of a 200 (what a client, or schemathesis's stateful tests, asks next):
+    the next page, sent with the request's own parameters and the answer's cursor (a cursor
+    is bound to the request that got it), and the change feed from the answer's
+    ``change_cursor``."""
+    meta = _meta_schema(contract)["properties"]
+    links: Schema = {}
+    follow = "cursor" if contract.paging.kind == "cursor" else "since"
+    if "next_cursor" in meta and contract.parameter(follow) is not None:
+        same = {name: f"$request.path.{name}" for name in re.findall(r"{(\w+)}", path)}
+        same |= {
+            p.name: f"$request.query.{p.name}"
+            for p in contract.all_parameters
+            if not p.in_path and p.name != follow
+        }
+        links["nextPage"] = {
+            "operationRef": _operation_ref(path),
+            "parameters": {**same, follow: "$response.body#/meta/next_cursor"},
+            "description": "The next page of the same query.",
+        }
+    if "change_cursor" in meta:
+        links["changesSince"] = {
+            "operationRef": _operation_ref(CHANGES_PATH),
+            "parameters": {"since": "$response.body#/meta/change_cursor"},
+            "description": "The change feed from the data this answer read.",
+        }
+    return links
+
+
+def _operation_ref(path: str) -> str:
+    """A JSON pointer to the GET operation of ``path`` in this document."""
+    return "#/paths/" + path.replace("~", "~0").replace("/", "~1") + "/get"
 
 
 def body_schema(contract: EndpointContract) -> Schema:

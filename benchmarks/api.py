@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from served_homes import FINDATA, free_port, prepare_home
+from served_homes import FINDATA, free_port, prepare_home, wait_until_answering
 
 Params = dict[str, Any] | Callable[[int], dict[str, Any]]
 
@@ -199,12 +199,8 @@ def _serve(home: Path, workers: int, *, quotas: bool) -> tuple[str, subprocess.P
         stderr=subprocess.DEVNULL,
     )
     url = f"http://127.0.0.1:{port}"
-    for _ in range(300):
-        try:
-            httpx.get(f"{url}/v1/status", timeout=1)
-            break
-        except httpx.TransportError:
-            time.sleep(0.1)
+    if not wait_until_answering(f"{url}/v1/status", server):
+        raise SystemExit("findata serve did not start")
     return url, server
 
 

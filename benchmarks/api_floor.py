@@ -48,7 +48,6 @@ import subprocess
 import sys
 import tempfile
 import textwrap
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -58,7 +57,7 @@ from typing import Any
 import duckdb
 import httpx
 import orjson
-from served_homes import FINDATA, findata_env, free_port, prepare_home
+from served_homes import FINDATA, findata_env, free_port, prepare_home, wait_until_answering
 
 FLOOR_SERVER = Path(__file__).with_name("floor_server.py")
 LIMIT = 5000  # one page carries a security's full history, on both servers
@@ -299,16 +298,11 @@ def _start(
             command, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
         )
     server = Server(name, f"http://127.0.0.1:{port}", process, log)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            sys.stderr.write(log.read_text()[-3000:])
-            raise SystemExit(f"{name} exited with {process.returncode}")
-        try:
-            httpx.get(server.url + probe, timeout=2)
-            return server
-        except httpx.TransportError:
-            time.sleep(0.2)
+    if wait_until_answering(server.url + probe, process):
+        return server
+    if process.poll() is not None:
+        sys.stderr.write(log.read_text()[-3000:])
+        raise SystemExit(f"{name} exited with {process.returncode}")
     server.stop()
     raise SystemExit(f"{name} did not answer within 120 s (log: {log})")
 

@@ -11,6 +11,9 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
+
+import httpx
 
 FINDATA = Path(sys.executable).parent / "findata"
 
@@ -73,6 +76,18 @@ def _record_versions(home: Path, database_url: str) -> None:
         fresh = [row for row in rows if row["label"] not in known]
         if fresh:
             connection.execute(versions.insert(), fresh)
+
+
+def wait_until_answering(url: str, process: subprocess.Popen[Any], seconds: float = 120) -> bool:
+    """Whether ``url`` answered (any status) before ``process`` exited or ``seconds`` passed."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and process.poll() is None:
+        try:
+            httpx.get(url, timeout=2)
+            return True
+        except httpx.TransportError:
+            time.sleep(0.2)
+    return False
 
 
 def free_port() -> int:

@@ -53,7 +53,7 @@ from typing import Any
 import duckdb
 import httpx
 import sqlalchemy as sa
-from served_homes import FINDATA, free_port
+from served_homes import FINDATA, free_port, wait_until_answering
 
 from findata.accounts.tables import usage_counters, usage_log
 from findata.clock import SystemClock, utc_today
@@ -570,15 +570,8 @@ def main() -> int:
             "serve", "serve", "--port", str(port), "--workers", str(args.workers)
         )
         service.start("worker", "webhooks", "worker")
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                httpx.get(f"{service.url}/v1/status", timeout=2)
-                break
-            except httpx.TransportError:
-                if time.monotonic() > deadline or server.poll() is not None:
-                    raise SystemExit("the server did not start") from None
-                time.sleep(0.5)
+        if not wait_until_answering(f"{service.url}/v1/status", server):
+            raise SystemExit(f"the server did not start (see {home / 'serve.log'})")
         time.sleep(2)  # every worker up
         since = dt.datetime.now(dt.UTC)
         memory: list[tuple[float, float]] = []
