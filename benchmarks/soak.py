@@ -44,7 +44,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -81,26 +81,35 @@ class Service:
     home: Path
     env: dict[str, str]
     url: str = ""
-    processes: dict[str, subprocess.Popen[str]] = field(default_factory=dict)
+    processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+
+    def run(self, *args: str) -> subprocess.CompletedProcess[str]:
+        """``findata ARGS`` on this home, to its end."""
+        return subprocess.run(
+            [str(FINDATA), *args], env=self.env, capture_output=True, text=True, check=False
+        )
 
     def findata(self, *args: str) -> str:
         """``findata ARGS`` on this home; its standard output (stops the soak on failure)."""
-        result = subprocess.run(
-            [str(FINDATA), *args], env=self.env, capture_output=True, text=True, check=False
-        )
+        result = self.run(*args)
         if result.returncode != 0:
             sys.stderr.write(result.stderr[-3000:])
             raise SystemExit(f"findata {' '.join(args)} failed")
         return result.stdout
 
-    def start(self, name: str, *args: str) -> subprocess.Popen[str]:
+    def start(self, name: str, *args: str) -> subprocess.Popen[bytes]:
         """A long-running ``findata`` command (its output to a log file in the home)."""
-        log = open(self.home / f"{name}.log", "w")  # noqa: SIM115 (closed with the process)
-        process = subprocess.Popen(
-            [str(FINDATA), *args], env=self.env, stdout=log, stderr=subprocess.STDOUT, text=True
-        )
+        with open(self.home / f"{name}.log", "w") as log:  # the process has its own copy
+            process = subprocess.Popen(
+                [str(FINDATA), *args], env=self.env, stdout=log, stderr=subprocess.STDOUT
+            )
         self.processes[name] = process
         return process
+
+    def stop_all(self) -> None:
+        """Stop what still runs (the soak ended early)."""
+        for name in list(self.processes):
+            self.stop(name)
 
     def stop(self, name: str, grace: float = 60) -> int | None:
         """SIGTERM, then wait; the exit status (None: it had to be killed)."""
@@ -454,9 +463,12 @@ def add_a_trading_day(service: Service, universe: Universe, refresh: dict[str, A
         entity_ids = [e for (e,) in traded.fetchall()]
     add_price_day(service.home / "landing", day, entity_ids)
     started = time.monotonic()
-    # dbt's log shares standard output: the version is the last line
-    refresh["version"] = service.findata("refresh").strip().splitlines()[-1]
+    done = service.run("refresh")
     refresh["seconds"] = round(time.monotonic() - started, 1)
+    if done.returncode != 0:
+        refresh["failed"] = done.stderr[-2000:]
+    else:  # dbt's log shares standard output: the version is the last line
+        refresh["version"] = done.stdout.strip().splitlines()[-1]
     refresh["finished"] = True
 
 
@@ -532,6 +544,7 @@ def main() -> int:
     with (
         tempfile.TemporaryDirectory(prefix="findata-soak-") as temp,
         postgres_database(args.postgres) as database_url,
+        ExitStack() as cleanup,
     ):
         home = Path(temp)
         certificates = make_loopback_certificates(home / "tls")
@@ -546,6 +559,7 @@ def main() -> int:
         }
         env.pop("FINDATA_USAGE_COUNTERS", None)  # auto: Redis, as the cache is there
         service = Service(home, env)
+        cleanup.callback(service.stop_all)  # before the home and database go
         print(
             f"building the demo (two weeks back) in {home} on {database_url.rsplit('/', 1)[1]} …",
             file=sys.stderr,
@@ -601,9 +615,9 @@ def main() -> int:
         refreshing.join()
         elapsed = time.monotonic() - started
         # workers close an old version once no request read it for version_idle_seconds
-        old_versions_checked = elapsed - refresh["at"] - refresh["seconds"] > (
-            Settings(home=home).version_idle_seconds + 2 * MEMORY_SAMPLE_SECONDS
-        )
+        since_new_version = elapsed - refresh["at"] - refresh["seconds"]
+        idle = Settings(home=home).version_idle_seconds
+        old_versions_checked = "version" in refresh and since_new_version > idle + 10
         pids = process_tree(server.pid)
         marks["end"] = rss_mib(pids)
         held = open_version_files(pids, home / "published")
@@ -643,7 +657,9 @@ def main() -> int:
     growth = marks["end"] / marks["after warm-up"] - 1
     if growth > args.memory_growth:
         failures.append(f"memory grew {growth:.0%} after the warm-up")
-    old = {n for names in held.values() for n in names} - {f"{refresh['version']}.duckdb"}
+    if "failed" in refresh:
+        failures.append(f"the refresh mid-run failed: {refresh['failed']}")
+    old = {n for names in held.values() for n in names} - {f"{refresh.get('version')}.duckdb"}
     if old and old_versions_checked:
         failures.append(f"old version files still open at the end: {sorted(old)}")
     if not old_versions_checked:
