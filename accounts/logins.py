@@ -250,22 +250,35 @@ class Logins:
 
     # the signed-in person
 
-    def change_password(self, account_id: str, current: str, new: str) -> Person:
+    def change_password(self, account_id: str, current: str, new: str, ip: str) -> Person:
         """Replace the password after checking the current one (LoginRefused when it is wrong;
-        PasswordRejected). Sessions of the old password end."""
+        PasswordRejected). Sessions of the old password end. The check is a sign-in attempt
+        of the account's address from ``ip``, throttled and recorded as one (SignInThrottled):
+        a stolen session must not be a way to guess the password that sign-in throttles."""
+        now = self.clock.now()
         row = self._row(account_id)
+        subjects = _subjects(row.email, ip)
+        with self.engine.connect() as connection:
+            wait = _throttled_for(connection, subjects, now)
+        if wait is not None:
+            raise SignInThrottled(wait)
         check_password(new, row.email)
         if row.password_hash is None or len(current) > MAX_PASSWORD:
             self._hasher.verify(current[:MAX_PASSWORD], self._dummy_hash())
-            raise LoginRefused()
-        if not self._hasher.verify(current, row.password_hash):
+            ok = False
+        else:
+            ok = self._hasher.verify(current, row.password_hash)
+        if not ok:
+            with self.engine.begin() as connection:
+                _record_attempt(connection, subjects, now, succeeded=False)
             raise LoginRefused()
         password_hash = self._hasher.hash(new)
         with self.engine.begin() as connection:
             # the password checked must still be the one stored (no change or reset between)
             if _locked_row(connection, account_id).password_hash != row.password_hash:
                 raise LoginRefused()
-            _set_password(connection, account_id, password_hash, self.clock.now())
+            _record_attempt(connection, subjects, now, succeeded=True)
+            _set_password(connection, account_id, password_hash, now)
             return self._person(_row(connection, account_id))
 
     # helpers

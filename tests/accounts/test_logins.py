@@ -369,7 +369,7 @@ def test_reset_link_stops_working_after_any_password_change(
     with pytest.raises(PasswordRejected):
         logins.reset_password(found[1], "short")
     clock.advance(dt.timedelta(minutes=1))
-    logins.change_password(person.account.id, PASSWORD, OTHER_PASSWORD)
+    logins.change_password(person.account.id, PASSWORD, OTHER_PASSWORD, IP)
     with pytest.raises(TokenInvalid, match="used already"):
         logins.reset_password(found[1], "a third password here")
 
@@ -405,10 +405,10 @@ def test_change_password_ends_other_sessions(
     assert other.session_stamp != person.session_stamp
     clock.advance(dt.timedelta(days=3))
     with pytest.raises(LoginRefused, match=re.escape(WRONG_LOGIN)):
-        logins.change_password(person.account.id, OTHER_PASSWORD, "a third password here")
+        logins.change_password(person.account.id, OTHER_PASSWORD, "a third password here", IP)
     assert logins.person(person.account.id) == person
 
-    changed = logins.change_password(person.account.id, PASSWORD, OTHER_PASSWORD)
+    changed = logins.change_password(person.account.id, PASSWORD, OTHER_PASSWORD, IP)
     assert changed.session_stamp != person.session_stamp
     assert logins.person(person.account.id).session_stamp == changed.session_stamp
     assert as_utc(_stored(engine, person.account.id).password_changed_at) == clock.now()
@@ -417,12 +417,40 @@ def test_change_password_ends_other_sessions(
     assert logins.person(other.account.id) == other
 
 
+def test_wrong_current_passwords_are_throttled_as_failed_sign_ins(
+    logins: Logins, clock: ManualClock, hasher: CountingHash, engine: sa.Engine
+) -> None:
+    """A stolen session guessing the password through the change form meets the sign-in
+    throttle: five wrong current passwords lock both, and sign-in failures count here."""
+    person = logins.sign_up("alice@example.com", PASSWORD)
+    account = person.account.id
+    for attempt in range(4):
+        with pytest.raises(LoginRefused):
+            logins.change_password(account, f"guess number {attempt}", OTHER_PASSWORD, IP)
+    _refused(logins, "alice@example.com", OTHER_PASSWORD, ip="192.0.2.77")  # the fifth failure
+    checks = hasher.checks
+    with pytest.raises(SignInThrottled) as throttled:
+        logins.change_password(account, PASSWORD, OTHER_PASSWORD, "192.0.2.99")
+    assert throttled.value.retry_after_seconds == THROTTLE_WINDOW.total_seconds()
+    assert hasher.checks == checks  # refused without looking at the password
+    _throttled(logins, "alice@example.com", PASSWORD)
+    assert logins.person(account) == person  # nothing changed
+
+    clock.advance(THROTTLE_WINDOW)
+    changed = logins.change_password(account, PASSWORD, OTHER_PASSWORD, IP)
+    assert changed.session_stamp != person.session_stamp
+    assert _attempts(engine)[-2:] == [
+        ("email:alice@example.com", clock.now(), True),
+        (f"ip:{IP}", clock.now(), True),
+    ]
+
+
 def test_change_password_of_an_account_without_one_is_refused(
     logins: Logins, store: AccountStore
 ) -> None:
     account = store.create_account("bob@example.com", "pro")
     with pytest.raises(LoginRefused):
-        logins.change_password(account.id, "", PASSWORD)
+        logins.change_password(account.id, "", PASSWORD, IP)
 
 
 # the rules
@@ -443,7 +471,7 @@ def test_password_rules(logins: Logins, password: str, reason: str) -> None:
         logins.sign_up("alice@example.com", password)
     person = logins.sign_up("alice@example.com", "1234567890")
     with pytest.raises(PasswordRejected, match=reason):
-        logins.change_password(person.account.id, "1234567890", password)
+        logins.change_password(person.account.id, "1234567890", password, IP)
     found = logins.reset_token("alice@example.com")
     assert found is not None
     with pytest.raises(PasswordRejected, match=reason):

@@ -183,12 +183,16 @@ def account(page: Member) -> Response:
 
 @router.post("/account/password", include_in_schema=False)
 async def change_password(page: Member) -> Response:
-    """Change the password (other sessions end; this one goes on)."""
+    """Change the password (other sessions end; this one goes on); wrong current passwords
+    are throttled as failed sign-ins are."""
     form = await page.form()
+    ip = page.request.client.host if page.request.client else "unknown"
     try:
         person = page.services.logins.change_password(
-            page.signed_in.account.id, form_text(form, "current"), form_text(form, "password")
+            page.signed_in.account.id, form_text(form, "current"), form_text(form, "password"), ip
         )
+    except SignInThrottled as throttled:
+        return page.render("account.html", status=429, error=str(throttled))
     except (LoginRefused, PasswordRejected) as refused:
         return page.render("account.html", status=400, error=str(refused))
     page.session.sign_in(person.account.id, person.session_stamp, page.services.clock.now())

@@ -1,5 +1,6 @@
 """The dashboard's security over real HTTP: every state-changing form needs the session's CSRF
-token, the session cookie's flags, sign-in throttling per account and per IP, one account
+token, the session cookie's flags, sign-in throttling per account and per IP (the password
+change form's check of the current password too), one account
 cannot see or change another's keys or webhook endpoints, a disabled account can only read why,
 and no key, secret or password reaches the logs or a later page."""
 
@@ -106,6 +107,30 @@ def test_sign_in_is_throttled_per_account_and_per_ip(dashboard: RunningApi) -> N
     assert other.sign_in().status_code == 303
     for each in (person, other, *strangers):
         each.close()
+
+
+def test_changing_the_password_is_throttled_like_signing_in(dashboard: RunningApi) -> None:
+    person = DashboardUser(dashboard)
+    person.sign_up()
+    form = {"password": "a brand new password"}
+    for n in range(5):  # a stolen session guessing the current password
+        wrong = person.post(
+            "/dashboard/account/password", {**form, "current": f"guess {n}"},
+            form_page="/dashboard/account",
+        )  # fmt: skip
+        assert wrong.status_code == 400
+    throttled = person.post(
+        "/dashboard/account/password", {**form, "current": PASSWORD},
+        form_page="/dashboard/account",
+    )  # fmt: skip
+    assert throttled.status_code == 429 and "minute" in throttled.text
+    dashboard.clock.advance(dt.timedelta(minutes=16))  # later tests sign in from this IP too
+    changed = person.post(
+        "/dashboard/account/password", {**form, "current": PASSWORD},
+        form_page="/dashboard/account",
+    )  # fmt: skip
+    assert changed.status_code == 303
+    person.close()
 
 
 def test_one_account_cannot_see_or_change_anothers_keys_or_endpoints(
