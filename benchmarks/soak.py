@@ -467,7 +467,7 @@ def add_a_trading_day(service: Service, universe: Universe, refresh: dict[str, A
     refresh["seconds"] = round(time.monotonic() - started, 1)
     if done.returncode != 0:
         refresh["failed"] = done.stderr[-2000:]
-    else:  # dbt's log shares standard output: the version is the last line
+    else:  # the version is the last line (the logs are on stderr)
         refresh["version"] = done.stdout.strip().splitlines()[-1]
     refresh["finished"] = True
 

@@ -118,9 +118,15 @@ def landing_check() -> None:
 
 
 def _refresh() -> None:
+    import contextlib
+    import sys
+
     from findata.orchestration.refresh import run_refresh
 
-    outcome = run_refresh(get_settings())
+    # dbt's log (re-emitted by dagster-dbt) goes to stderr: stdout is the version alone, as
+    # scripts read it
+    with contextlib.redirect_stdout(sys.stderr):
+        outcome = run_refresh(get_settings())
     if not outcome.success:
         checks = (
             f" (failed checks: {', '.join(outcome.failed_checks)})" if outcome.failed_checks else ""

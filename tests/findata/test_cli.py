@@ -25,6 +25,7 @@ def test_demo_no_serve_writes_landing_that_the_readers_parse(tmp_path: Path) -> 
     assert result.returncode == 0, result.stderr
     version = result.stdout.strip().splitlines()[-1]
     assert (home / "published" / f"{version}.duckdb").exists()
+    assert "dbt" not in result.stdout and "Running with dbt" in result.stderr  # logs on stderr
     scenarios = json.loads((home / "demo" / "scenarios.json").read_text())
     last_session = dt.date.fromisoformat(scenarios["as_of"])
     assert (
