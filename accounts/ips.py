@@ -6,10 +6,10 @@ import datetime as dt
 import ipaddress
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql, sqlite
 
 from findata.accounts.store import AccountError
 from findata.accounts.tables import blocked_ips
+from findata.control_plane.database import upsert_insert
 
 
 def normalised_ip(ip: str) -> str:
@@ -23,7 +23,7 @@ def normalised_ip(ip: str) -> str:
 def block_ip(engine: sa.Engine, ip: str, now: dt.datetime) -> str:
     """Refuse keyless requests from ``ip`` (blocking twice keeps the first time)."""
     address = normalised_ip(ip)
-    insert = (postgresql if engine.dialect.name == "postgresql" else sqlite).insert
+    insert = upsert_insert(engine)
     with engine.begin() as connection:
         connection.execute(
             insert(blocked_ips)

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from typing import Literal
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql, sqlite
 
 from findata.accounts.tables import usage_counters, usage_distinct, usage_log
 from findata.clock import as_utc
+from findata.control_plane.database import upsert_insert
 
 Window = Literal["day", "hour"]
 WINDOWS: tuple[Window, Window] = ("day", "hour")
@@ -56,7 +56,7 @@ def add_to_window(
 ) -> None:
     """Add ``added`` to one window's counts: one atomic upsert (inside the caller's
     transaction)."""
-    insert = (postgresql if connection.dialect.name == "postgresql" else sqlite).insert
+    insert = upsert_insert(connection)
     statement = insert(usage_counters).values(
         subject=subject,
         window=window,
@@ -145,7 +145,7 @@ def reserve(
     the hourly request limit is remembered (``refused``) so a keyless client that continues gets
     the spec's second 429.
     """
-    insert = (postgresql if connection.dialect.name == "postgresql" else sqlite).insert
+    insert = upsert_insert(connection)
     keys = {window: window_start(now, window) for window in ("day", "hour")}
     for window, start in keys.items():
         connection.execute(
@@ -235,7 +235,7 @@ def add_distinct(
     connection: sa.Connection, subject: str, day: dt.date, kind: str, values: list[str]
 ) -> int:
     """Record the values (entity ids, as_of dates) served today; how many distinct ones now."""
-    insert = (postgresql if connection.dialect.name == "postgresql" else sqlite).insert
+    insert = upsert_insert(connection)
     if values:
         connection.execute(
             insert(usage_distinct)

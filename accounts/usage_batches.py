@@ -26,10 +26,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql, sqlite
 
 from findata.accounts.tables import usage_distinct, usage_log, usage_writes
 from findata.accounts.usage import Count, Window, add_to_window
+from findata.control_plane.database import upsert_insert
 
 log = logging.getLogger("findata.accounts.usage")
 
@@ -143,7 +143,7 @@ class PendingUsage:
 def claim_batch(connection: sa.Connection, writer_id: str, number: int) -> bool:
     """Move ``writer_id``'s row of ``usage_writes`` to batch ``number`` (inside the batch's
     transaction); False when the row is already there: that batch was written before."""
-    insert = (postgresql if connection.dialect.name == "postgresql" else sqlite).insert
+    insert = upsert_insert(connection)
     statement = insert(usage_writes).values(
         writer=writer_id, last_batch=number, written_at=dt.datetime.now(dt.UTC)
     )
@@ -161,7 +161,7 @@ def claim_batch(connection: sa.Connection, writer_id: str, number: int) -> bool:
 def write_batch(connection: sa.Connection, batch: UsageBatch) -> None:
     """Add a batch to the durable counts, distinct values and call log (inside the caller's
     transaction): one upsert per window, one insert per table."""
-    insert = (postgresql if connection.dialect.name == "postgresql" else sqlite).insert
+    insert = upsert_insert(connection)
     for (subject, window, start), count in sorted(batch.counts.items()):
         add_to_window(connection, subject, window, start, count)
     if batch.distinct:

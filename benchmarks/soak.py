@@ -433,23 +433,18 @@ def recorded_usage(
     return recorded
 
 
-def build_home(home: Path, env: dict[str, str]) -> dict[str, Any]:
+def build_home(service: Service) -> dict[str, Any]:
     """The small demo ending two weeks ago (so a trading day can be added), refreshed once;
     its scenarios."""
     today = utc_today(SystemClock())
     result = generate_demo(
-        home / "landing",
-        home / "demo",
+        service.home / "landing",
+        service.home / "demo",
         size="small",
         seed=DEFAULT_SEED,
         today=today - dt.timedelta(days=14),
     )
-    refresh = subprocess.run(
-        [str(FINDATA), "refresh"], env=env, capture_output=True, text=True, check=False
-    )
-    if refresh.returncode != 0:
-        sys.stderr.write(refresh.stderr[-3000:])
-        raise SystemExit("the first refresh failed")
+    service.findata("refresh")
     return json.loads(result.scenarios_path.read_text())
 
 
@@ -564,7 +559,7 @@ def main() -> int:
             f"building the demo (two weeks back) in {home} on {database_url.rsplit('/', 1)[1]} …",
             file=sys.stderr,
         )
-        scenarios = build_home(home, env)
+        scenarios = build_home(service)
         universe = read_universe(home / "published", scenarios)
         keys, account_ids = {}, {}
         for plan in PLANS:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import sqlalchemy as sa
 from alembic import command
 from alembic.config import Config
+from sqlalchemy.dialects import postgresql, sqlite
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 
@@ -40,6 +43,12 @@ def engine_for(url: str) -> sa.Engine:
         # several processes (pipeline, API workers) share the file: wait on locks, don't fail
         sa.event.listen(engine, "connect", _sqlite_pragmas)
     return engine
+
+
+def upsert_insert(bind: sa.Connection | sa.Engine) -> Callable[..., Any]:
+    """The ``insert`` of ``bind``'s dialect, the one with ``on_conflict_do_*`` (the control
+    plane is SQLite or PostgreSQL; both spell an upsert the same way)."""
+    return (postgresql if bind.dialect.name == "postgresql" else sqlite).insert
 
 
 def _sqlite_pragmas(connection: object, _record: object) -> None:
