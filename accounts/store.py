@@ -11,6 +11,7 @@ import hmac
 import re
 import secrets
 from dataclasses import dataclass
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -18,6 +19,7 @@ from findata.accounts.keys import key_hash, new_key, visible_prefix
 from findata.accounts.tables import accounts, api_keys
 from findata.clock import Clock, as_utc
 from findata.contracts.plans import Plan, load_plans, plan
+from findata.control_plane.raw_reads import RawRead
 
 EMAIL_PATTERN = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s.]+")
 #: a key's last use is kept to the minute
@@ -86,12 +88,28 @@ class KeyOwner:
         return plan(self.account.plan)
 
 
+#: a key's row and its account (``find_key``)
+_KEY_QUERY = (
+    sa.select(api_keys, accounts.c.email, accounts.c.plan, accounts.c.state)
+    .add_columns(accounts.c.created_at.label("account_created_at"))
+    .join(accounts, accounts.c.id == api_keys.c.account_id)
+    .where(api_keys.c.key_hash == sa.bindparam("key_hash"))
+)
+#: owners of the keys used lately kept by a worker (all forgotten when it fills; they are
+#: rebuilt from the next read)
+OWNERS_HELD = 10_000
+
+
 class AccountStore:
     """Accounts and keys on one control-plane engine, with time from ``clock``."""
 
     def __init__(self, engine: sa.Engine, clock: Clock) -> None:
         self.engine = engine
         self.clock = clock
+        self._key_row = RawRead(engine, _KEY_QUERY)
+        self._hash_at = self._key_row.columns.index("key_hash")
+        # key hash → (the row as the driver returned it, the owner built from it)
+        self._owners: dict[str, tuple[tuple[Any, ...], KeyOwner]] = {}
 
     # accounts
 
@@ -192,19 +210,31 @@ class AccountStore:
         return found
 
     def find_key(self, key: str) -> KeyOwner | None:
-        """The key's record and account, found by its hash; None when the key is not ours."""
+        """The key's record and account, found by its hash; None when the key is not ours.
+
+        The row is read on every call (a revocation, a plan change or a disabled account counts
+        from the next request), through the DBAPI cursor; the owner built from an identical
+        row earlier is reused, so the typed read runs only when the row changed."""
         presented = key_hash(key)
-        query = (
-            sa.select(api_keys, accounts.c.email, accounts.c.plan, accounts.c.state)
-            .add_columns(accounts.c.created_at.label("account_created_at"))
-            .join(accounts, accounts.c.id == api_keys.c.account_id)
-            .where(api_keys.c.key_hash == presented)
-        )
-        with self.engine.connect() as connection:
-            row = connection.execute(query).first()
+        raw = self._key_row.first(key_hash=presented)
         # the lookup is by hash; compare once more in constant time so no branch depends on
         # how much of a stored hash matched
-        if row is None or not hmac.compare_digest(row.key_hash, presented):
+        if raw is None or not hmac.compare_digest(raw[self._hash_at], presented):
+            return None
+        held = self._owners.get(presented)
+        if held is not None and held[0] == raw:
+            return held[1]
+        owner = self._typed_owner(presented)
+        if owner is not None:
+            if len(self._owners) >= OWNERS_HELD:
+                self._owners.clear()
+            self._owners[presented] = (raw, owner)
+        return owner
+
+    def _typed_owner(self, presented: str) -> KeyOwner | None:
+        with self.engine.connect() as connection:
+            row = connection.execute(_KEY_QUERY, {"key_hash": presented}).first()
+        if row is None:
             return None
         account = Account(
             row.account_id, row.email, row.plan, row.state, as_utc(row.account_created_at)

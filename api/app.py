@@ -32,12 +32,13 @@ from findata.api.errors import (
     error_response,
 )
 from findata.api.front_door import API_PREFIX, FrontDoor
-from findata.api.generate import contract_router
+from findata.api.generate import add_contract_routes
 from findata.api.mcp.server import MCP_PATH, McpEndpoint
 from findata.api.paging import CursorCodec, cursor_secret
 from findata.api.published import PublishedData
 from findata.api.quotas import Quotas, Sleep
 from findata.api.response_docs import without_validation_errors
+from findata.api.row_store import RowStore
 from findata.clock import Clock, get_clock
 from findata.control_plane.database import engine_for
 from findata.settings import Settings, get_settings
@@ -76,6 +77,7 @@ def create_app(
         settings.published_dir,
         app.state.clock,
         dt.timedelta(seconds=settings.version_idle_seconds),
+        RowStore(int(settings.row_store_mb * 2**20)),
     )
     app.state.cursors = CursorCodec(cursor_secret(settings.cursor_secret, settings.home_dir))
     app.state.cache = response_cache(settings.cache_url)
@@ -116,7 +118,7 @@ def create_app(
     app.add_exception_handler(HTTPException, _http_exception)
     app.add_middleware(FrontDoor)
 
-    app.include_router(contract_router())
+    add_contract_routes(app.router)
     generated_openapi = app.openapi
     app.openapi = lambda: without_validation_errors(generated_openapi())  # type: ignore[method-assign]
     mount_dashboard(app, settings, app.state.clock, app.state.accounts, app.state.counters)

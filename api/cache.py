@@ -23,13 +23,16 @@ import orjson
 log = logging.getLogger("findata.api.cache")
 
 ENTRY_SECONDS = 24 * 3600  # a day at most: the view changes with the UTC day anyway
+#: how answers are kept in Redis (``_stored``); part of every key, so that a worker of another
+#: release sharing the Redis never reads an entry it cannot parse
+STORED_FORMAT = "b2"
 
 
 @dataclass(frozen=True)
 class CachedAnswer:
     """A 200 answer as served: its body, the headers that belong to it, and what it counted."""
 
-    body: str
+    body: bytes
     headers: dict[str, str]
     stored_at: float  # UTC seconds since the epoch, by the app's clock
     rows: int
@@ -52,7 +55,7 @@ def cache_key(version: str, view: str, path: str, sent: Mapping[str, str]) -> st
     """The key of one answer (the key itself, wherever it was sent, is not part of it)."""
     parameters = sorted((name, value) for name, value in sent.items() if name != "api_key")
     return (
-        "findata:answer:"
+        f"findata:answer:{STORED_FORMAT}:"
         + hashlib.sha256(orjson.dumps([version, view, path, parameters])).hexdigest()
     )
 
@@ -96,13 +99,26 @@ class RedisCache:
         except self._unreachable:
             log.warning("response cache unreachable: answering without it", exc_info=True)
             return None
-        return None if raw is None else CachedAnswer(**orjson.loads(raw))
+        return None if raw is None else _answer_of(raw)
 
     def put(self, key: str, answer: CachedAnswer) -> None:
         try:
-            self._redis.set(key, orjson.dumps(asdict(answer)), ex=ENTRY_SECONDS)
+            self._redis.set(key, _stored(answer), ex=ENTRY_SECONDS)
         except self._unreachable:
             log.warning("response cache unreachable: answer not kept", exc_info=True)
+
+
+def _stored(answer: CachedAnswer) -> bytes:
+    """An answer as kept in Redis: what it counted and its headers as one line of JSON, then
+    the body as it is (inside JSON, the body's every quote would be escaped on the way in and
+    read back on the way out)."""
+    about = {name: value for name, value in asdict(answer).items() if name != "body"}
+    return orjson.dumps(about) + b"\n" + answer.body
+
+
+def _answer_of(stored: bytes) -> CachedAnswer:
+    about, _, body = stored.partition(b"\n")  # orjson writes no newline in the first part
+    return CachedAnswer(body=body, **orjson.loads(about))
 
 
 def response_cache(url: str | None) -> ResponseCache:

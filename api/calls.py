@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import duckdb
+import orjson
 import sqlalchemy as sa
 from sqlglot import exp
 
@@ -23,9 +24,10 @@ from findata.accounts.counters import UsageCounters
 from findata.accounts.store import KeyOwner
 from findata.api.errors import BadRequest
 from findata.api.params import RequestParams
-from findata.api.published import Version
+from findata.api.published import Lease, Version
 from findata.api.query import Binder, fetch_dicts, fetch_dicts_of_sql, slot
 from findata.api.resolution import Resolution, SubjectDirectory
+from findata.api.row_store import RowStore
 from findata.contracts.endpoints import EndpointContract
 from findata.contracts.plans import Plan
 
@@ -48,8 +50,9 @@ class EndpointCall:
     owner: KeyOwner | None
     plan: Plan | None
     path: dict[str, str]
-    data: duckdb.DuckDBPyConnection
+    lease: Lease  # the version held for this request; its DuckDB cursor is ``data``
     directory: SubjectDirectory  # the version's entities and tickers, in memory
+    row_store: RowStore  # rows of open versions kept serialised (api/row_store.py)
     version: Version
     control_plane: sa.Engine
     today: dt.date
@@ -59,6 +62,11 @@ class EndpointCall:
     subject_date: dt.date | None = None
     change_cursor: str | None = None  # keyed data answers: where their change feed starts
     warnings: list[str] = field(default_factory=list)
+
+    @property
+    def data(self) -> duckdb.DuckDBPyConnection:
+        """The request's cursor on the version's DuckDB file (made on first use)."""
+        return self.lease.cursor
 
     def window(self) -> tuple[dt.date | None, dt.date | None]:
         """``start`` and ``end`` with the Free floor applied to ``start``."""
@@ -92,7 +100,7 @@ class EndpointCall:
 class EndpointAnswer:
     """A handler's rows and what it adds to the envelope."""
 
-    rows: list[dict[str, Any]] | dict[str, Any]
+    rows: list[dict[str, Any]] | list[orjson.Fragment] | dict[str, Any]
     has_more: bool = False
     next_offset: int | None = None
     total: int | None = None
@@ -101,6 +109,8 @@ class EndpointAnswer:
     warnings: list[str] = field(default_factory=list)
     cache_control: str = "public, max-age=86400"
     row_count: int | None = None  # rows for the quota when ``rows`` is not a list (resolve)
+    #: the entities served, when ``rows`` are serialised already (else read from the rows)
+    entity_ids: list[int] | None = None
 
 
 @dataclass(frozen=True)
@@ -147,9 +157,7 @@ def _split_page(
     return rows[: call.page.limit], following
 
 
-def page_answer(
-    call: EndpointCall, rows: list[dict[str, Any]], following: dict[str, Any] | None
-) -> EndpointAnswer:
+def page_answer(call: EndpointCall, rows: list[Any], following: Any | None) -> EndpointAnswer:
     """The answer of one cursor page: the next one starts right after ``rows``."""
     assert call.page is not None
     more = following is not None

@@ -233,8 +233,9 @@ def endpoint_call(
         owner=request.owner,
         plan=request.plan,
         path=dict(request.path_values),
-        data=lease.cursor,
+        lease=lease,
         directory=lease.directory,
+        row_store=serving.published.row_store,
         version=version,
         control_plane=serving.control_plane,
         today=serving.clock.now().date(),
@@ -397,9 +398,9 @@ def respond(
                     ticket, call.contract.name, 200, answer.rows, answer.entity_ids, cached=True
                 )
             )
-        return DataResponse(answer.body.encode(), {**headers, **notices})
+        return DataResponse(answer.body, {**headers, **notices})
     rows = answer.row_count if answer.row_count is not None else len(answer.rows)
-    served = entity_ids_of(answer.rows)
+    served = answer.entity_ids if answer.entity_ids is not None else entity_ids_of(answer.rows)
     headers: dict[str, str] = {}
     if quotas is not None and ticket is not None:
         headers = quotas.settle(ticket, call.contract.name, 200, rows, served)
@@ -410,7 +411,7 @@ def respond(
     if answer.cache_control != "no-store":
         kept = {name: headers[name] for name in CACHED_HEADERS if name in headers}
         stored_at = serving.clock.now().timestamp()
-        serving.cache.put(key, CachedAnswer(body.decode(), kept, stored_at, rows, served))
+        serving.cache.put(key, CachedAnswer(body, kept, stored_at, rows, served))
     return DataResponse(body, {**headers, **notices})
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated
 
 from fastapi import Depends, Request
@@ -37,3 +38,11 @@ def no_key() -> None:
 
 CurrentKey = Annotated[KeyOwner, Depends(require_key)]
 OptionalKey = Annotated[KeyOwner | None, Depends(optional_key)]
+
+
+#: how each contract's ``key`` setting reads the owner, as the generated routes do it in one step
+KEY_READERS: dict[str, Callable[[Request, AccountStore], KeyOwner | None]] = {
+    "required": require_key,
+    "optional": optional_key,
+    "never": lambda _request, _store: None,
+}

@@ -12,15 +12,17 @@ from __future__ import annotations
 
 import inspect
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path, Query, Request
+from fastapi.routing import APIRoute
+from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
 from findata.accounts.store import KeyOwner
 from findata.api.data_requests import UPGRADE_TEXT, DataRequest, Serving
-from findata.api.deps import no_key, optional_key, require_key
+from findata.api.deps import KEY_READERS, no_key, optional_key, require_key
 from findata.api.response_docs import route_responses
 from findata.api.service_requests import answer_request
 from findata.contracts.endpoints import (
@@ -31,9 +33,9 @@ from findata.contracts.endpoints import (
 )
 
 
-def contract_router() -> APIRouter:
-    """A router with every contract's routes."""
-    router = APIRouter()
+def add_contract_routes(router: APIRouter) -> None:
+    """Every contract's routes, added to ``router`` (the app's own: a route of an included
+    router is matched through one more layer on every request)."""
     for name in endpoint_names():
         contract = load_endpoint_contract(name)
         for path in contract.paths:
@@ -47,8 +49,30 @@ def contract_router() -> APIRouter:
                 response_class=Response,
                 responses=route_responses(contract, path),
                 tags=[name],
+                route_class_override=_route_class(contract),
             )
-    return router
+
+
+def _route_class(contract: EndpointContract) -> type[APIRoute]:
+    """The route class of ``contract``'s routes: FastAPI documents the route's signature in
+    the OpenAPI document, but a request is served in one step on one worker thread (the key
+    read, then the data request), without FastAPI's per-parameter validation (ours, with the
+    spec's texts, runs anyway) or a thread hop per dependency."""
+    read_owner = KEY_READERS[contract.key]
+
+    class ContractRoute(APIRoute):
+        def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+            route = self.endpoint
+
+            def served(request: Request) -> Response:
+                return route(request, read_owner(request, request.app.state.accounts))
+
+            async def handle(request: Request) -> Response:
+                return await run_in_threadpool(served, request)
+
+            return handle
+
+    return ContractRoute
 
 
 def _route(contract: EndpointContract, path: str) -> Callable[..., Response]:

@@ -20,9 +20,11 @@ import duckdb
 import sqlalchemy as sa
 
 from findata.api.resolution import SubjectDirectory
+from findata.api.row_store import RowStore
 from findata.change_cursor import encode_change_cursor
 from findata.clock import Clock, SystemClock
 from findata.control_plane import schema
+from findata.control_plane.raw_reads import RawRead
 from findata.published import current_version
 
 
@@ -50,26 +52,37 @@ class _OpenVersion:
 
 
 class Lease:
-    """A request's own cursor on a version, until ``release`` (DuckDB cursors are per thread)."""
+    """A request's hold on a version, until ``release``: the version stays open, and the
+    request's own cursor on it (DuckDB cursors are per thread) is made on first use (an answer
+    from the cache or the row store needs none)."""
 
     def __init__(
         self,
         owner: PublishedData,
         label: str,
-        cursor: duckdb.DuckDBPyConnection,
+        connection: duckdb.DuckDBPyConnection,
         directory: SubjectDirectory,
     ) -> None:
-        self.cursor = cursor
         self.directory = directory  # the version's entities and tickers, in memory
+        self._connection = connection
+        self._cursor: duckdb.DuckDBPyConnection | None = None
         self._owner = owner
         self._label = label
         self._released = False
+
+    @property
+    def cursor(self) -> duckdb.DuckDBPyConnection:
+        """The request's cursor on the version."""
+        if self._cursor is None:
+            self._cursor = self._connection.cursor()
+        return self._cursor
 
     def release(self) -> None:
         """Close the cursor and hand the version back (once; later calls do nothing)."""
         if not self._released:
             self._released = True
-            self.cursor.close()
+            if self._cursor is not None:
+                self._cursor.close()
             self._owner._returned(self._label)
 
 
@@ -82,27 +95,44 @@ class PublishedData:
         published_dir: Path,
         clock: Clock | None = None,
         idle: dt.timedelta = dt.timedelta(seconds=60),
+        row_store: RowStore | None = None,
     ) -> None:
         self.engine = engine
+        #: rows of open versions kept in memory (``api/row_store.py``; off unless given)
+        self.row_store = row_store or RowStore(0)
         self.published_dir = published_dir
         self._clock = clock or SystemClock()
         self._idle = idle
         self._open: dict[str, _OpenVersion] = {}
         self._current_label: str | None = None
+        self._current: Version | None = None
+        self._newest_id = RawRead(engine, sa.select(sa.func.max(schema.versions.c.id)))
         self._change_cursors: dict[int, str] = {}
         self._lock = threading.Lock()
 
     def current(self) -> Version | None:
-        """The current version, or None before the first publish."""
+        """The current version, or None before the first publish.
+
+        Asked of the control plane on every call (a version published a moment ago is served
+        by every worker from the next request), as the newest id alone through the DBAPI
+        cursor; the version's row is read when that id is not the one read last time."""
+        (newest,) = self._newest_id.first() or (None,)
+        if newest is None:
+            return None
+        held = self._current
+        if held is not None and held.id == newest:
+            return held
         with self.engine.connect() as connection:
             row = current_version(connection)
         if row is None:
             return None
+        version = self._version(row)
         with self._lock:
+            self._current = version
             if row.label != self._current_label:
                 self._current_label = row.label
                 self._close_unused()
-        return self._version(row)
+        return version
 
     def by_label(self, label: str) -> Version | None:
         """The version called ``label`` if it is still on record."""
@@ -139,7 +169,7 @@ class PublishedData:
                 entry = _OpenVersion(connection, directory, last_used=self._clock.now())
                 self._open[version.label] = entry
             entry.leases += 1
-            return Lease(self, version.label, entry.connection.cursor(), entry.directory)
+            return Lease(self, version.label, entry.connection, entry.directory)
 
     def open_labels(self) -> set[str]:
         """The versions this worker holds a connection to."""
@@ -149,8 +179,9 @@ class PublishedData:
     def close(self) -> None:
         """Close every version this worker holds (the app stops, its requests done)."""
         with self._lock:
-            for entry in self._open.values():
+            for label, entry in self._open.items():
                 entry.connection.close()
+                self.row_store.drop_version(label)
             self._open.clear()
 
     def _returned(self, label: str) -> None:
@@ -175,6 +206,7 @@ class PublishedData:
         for rank, (last_used, label) in enumerate(unused):
             if now - last_used >= self._idle or rank >= KEEP_OLD_VERSIONS:
                 self._open.pop(label).connection.close()
+                self.row_store.drop_version(label)
 
     def _version(self, row: sa.Row) -> Version:
         return Version(

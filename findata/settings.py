@@ -107,6 +107,14 @@ class Settings(BaseSettings):
     webhooks_poll_seconds: float = Field(
         default=5.0, gt=0, description="How often the delivery worker looks for due deliveries."
     )
+    row_store_mb: float = Field(
+        default=256.0,
+        ge=0,
+        description="Memory each API worker may use to keep rows of the current version "
+        "serialised, per security, for the common prices request (one or a few securities, "
+        "every field, as traded, daily); least recently used first out. 0 turns it off: every "
+        "request asks DuckDB.",
+    )
     version_idle_seconds: float = Field(
         default=60.0,
         ge=0,

@@ -1,19 +1,29 @@
 """``/v1/prices``: daily bars, optionally restated in today's shares (``adjust=split``) and
 aggregated into buckets (``interval``). The SQL is built once per shape of request (fields,
 number of securities, adjustment, interval, which bounds): sqlglot's building and copying cost
-more than DuckDB's query on this endpoint's typical request."""
+more than DuckDB's query on this endpoint's typical request. The common request (every field,
+as traded, daily) is answered from each security's rows kept serialised in memory
+(``api/row_store.py``), loaded with that same SQL once per version."""
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 import sqlglot
 from sqlglot import exp
 
-from findata.api.calls import EndpointAnswer, EndpointCall, ordered_page_of_sql, paged
-from findata.api.query import column, order_by, slot
+from findata.api.calls import (
+    EndpointAnswer,
+    EndpointCall,
+    ordered_page_of_sql,
+    page_answer,
+    paged,
+)
+from findata.api.query import column, fetch_dicts_of_sql, order_by, slot
 from findata.contracts.endpoints import OrderTerm
 
 #: the product of the split ratios after each row's date: prices divide by it, volume multiplies
@@ -75,6 +85,8 @@ def handle(call: EndpointCall) -> EndpointAnswer:
         has_start=start is not None,
         has_end=end is not None,
     )
+    if _answered_from_memory(call, shape):
+        return _page_from_memory(call, entity_ids, start, end)
     values: dict[str, Any] = {f"entity_{n}": e for n, e in enumerate(entity_ids)}
     if start is not None:
         values["start"] = start
@@ -83,9 +95,70 @@ def handle(call: EndpointCall) -> EndpointAnswer:
     return ordered_page_of_sql(call, _sql(shape, tuple(call.contract.order)), values)
 
 
+def _answered_from_memory(call: EndpointCall, shape: Shape) -> bool:
+    """The common request (every field, as traded, daily rows) is answered from the row
+    store's copy of each security's rows, when the store is on."""
+    return (
+        call.row_store.enabled
+        and shape.fields == _every_field(call)
+        and not shape.split_adjusted
+        and shape.interval is None
+        and [term.column for term in call.contract.order] == ["entity_id", "date"]
+    )
+
+
+def _every_field(call: EndpointCall) -> tuple[str, ...]:
+    spec = call.contract.fields
+    return (*spec.identity, *spec.selectable)
+
+
+def _page_from_memory(
+    call: EndpointCall, entity_ids: list[int], start: dt.date | None, end: dt.date | None
+) -> EndpointAnswer:
+    """The page of the window's rows, security after security (the contract's order), from
+    the row store: the same rows, values and order as the SQL path."""
+    assert call.page is not None
+    rows: list[orjson.Fragment] = []
+    served: list[int] = []
+    first, last = call.page.offset, call.page.offset + call.page.limit  # this page's positions
+    for entity_id in entity_ids:
+        held = call.row_store.entity_rows(
+            (call.version.label, "prices", entity_id),
+            functools.partial(_security_history, call, entity_id),
+        )
+        window = held.between(start, end)
+        if window and len(rows) < last and len(rows) + len(window) > first:
+            served.append(entity_id)
+        rows += window
+        if len(rows) > last:
+            break  # one row past the page is all the paging needs
+    page, following = rows[first:last], rows[last] if len(rows) > last else None
+    answer = page_answer(call, page, following)
+    answer.entity_ids = served
+    return answer
+
+
+def _security_history(call: EndpointCall, entity_id: int) -> list[dict[str, Any]]:
+    """Every row of one security, every field, in date order (what the row store keeps)."""
+    shape = Shape(_every_field(call), 1, False, None, False, False)
+    sql = _unpaged_sql(shape, tuple(call.contract.order))
+    return fetch_dicts_of_sql(call.data, sql, {"entity_0": entity_id})
+
+
 @functools.lru_cache(maxsize=1024)
 def _sql(shape: Shape, order: tuple[OrderTerm, ...]) -> str:
     """The SQL of one page of a request of ``shape``, built once."""
+    return paged(_ordered_query(shape, order))
+
+
+@functools.lru_cache(maxsize=16)
+def _unpaged_sql(shape: Shape, order: tuple[OrderTerm, ...]) -> str:
+    """The SQL of every row of a request of ``shape``, built once."""
+    return _ordered_query(shape, order).sql(dialect="duckdb")
+
+
+def _ordered_query(shape: Shape, order: tuple[OrderTerm, ...]) -> exp.Select:
+    """The rows of a request of ``shape`` in the contract's order."""
     entities = [slot(f"entity_{n}") for n in range(shape.securities)]
     base = exp.select("*").from_("prices").where(column("entity_id").isin(*entities))
     if shape.split_adjusted:
@@ -100,12 +173,11 @@ def _sql(shape: Shape, order: tuple[OrderTerm, ...]) -> str:
         rows_from = _bucketed(windowed, shape.interval, fields)
     else:
         rows_from = exp.select(*fields).from_(exp.alias_(windowed.subquery(), "windowed"))
-    query = (
+    return (
         exp.select(*fields)
         .from_(exp.alias_(rows_from.subquery(), "answer"))
         .order_by(*order_by(order))
     )
-    return paged(query)
 
 
 def _restated_in_todays_shares(base: exp.Select) -> exp.Select:

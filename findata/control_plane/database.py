@@ -13,6 +13,8 @@ from alembic.config import Config
 from sqlalchemy.dialects import postgresql, sqlite
 
 MIGRATIONS = Path(__file__).parent / "migrations"
+#: connections an engine keeps open (and as many more it may open for a burst)
+POOL_SIZE = 20
 
 
 def alembic_config(url: str) -> Config:
@@ -38,7 +40,12 @@ def engine_for(url: str) -> sa.Engine:
     # is then dead, and the next request on each would fail. The pre-ping (one round trip per
     # checkout) replaces a dead connection before it is used. SQLite is a file: nothing to ping.
     postgresql = sa.make_url(url).get_backend_name() == "postgresql"
-    engine = sa.create_engine(url, future=True, pool_pre_ping=postgresql)
+    # The pool holds as many connections as requests a worker runs at once (its thread pool
+    # serves 16 connections' requests here): past ``pool_size`` a returned connection is
+    # closed, and the next request pays a new one (a TCP connect and sign-in on PostgreSQL).
+    engine = sa.create_engine(
+        url, future=True, pool_pre_ping=postgresql, pool_size=POOL_SIZE, max_overflow=POOL_SIZE
+    )
     if engine.dialect.name == "sqlite":
         # several processes (pipeline, API workers) share the file: wait on locks, don't fail
         sa.event.listen(engine, "connect", _sqlite_pragmas)

@@ -226,6 +226,30 @@ def test_find_key_returns_the_owner(store: AccountStore) -> None:
     assert owner.plan.code == "max"
 
 
+def test_find_key_sees_each_change_of_the_row_at_the_next_lookup(
+    store: AccountStore, clock: ManualClock
+) -> None:
+    """The owner built from a key's row is reused only while the row read on each lookup is
+    unchanged: a plan change, a disabled account or a revocation made through another store
+    on the same database (another worker, the dashboard) counts from the next lookup."""
+    account = store.create_account("alice@example.com", "pro")
+    issued = store.create_key(account.id)
+    first = store.find_key(issued.key)
+    assert first is not None and store.find_key(issued.key) is first
+    elsewhere = AccountStore(store.engine, clock)
+    elsewhere.set_plan(account.id, "max")
+    moved = store.find_key(issued.key)
+    assert moved is not None and moved.plan.code == "max"
+    elsewhere.set_state(account.id, "disabled")
+    disabled = store.find_key(issued.key)
+    assert disabled is not None and not disabled.account.enabled
+    clock.advance(dt.timedelta(hours=1))
+    elsewhere.revoke_key(issued.key)
+    revoked = store.find_key(issued.key)
+    assert revoked is not None and revoked.revoked_at == clock.now()
+    assert store.find_key(new_key()) is None
+
+
 def test_find_key_compares_hashes_with_compare_digest(
     store: AccountStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -1,0 +1,175 @@
+"""``/v1/prices`` answered from the row store (``api/row_store.py``) is byte for byte the answer
+of the SQL path: the session's server (row store on, the default) and a second server on the
+same published home with the store off, and a third with a budget so small that it evicts on
+almost every request, are asked the same requests over real HTTP."""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from findata.api.app import create_app
+from findata.api.row_store import EntityRows, RowStore
+from findata.settings import Settings
+from tests.api.endpoints.api_calls import before_as_of, get
+from tests.api.server import RunningApi, serve, start_clock
+
+#: headers that differ between two servers asked the same thing at different instants
+MOMENT_HEADERS = {"date", "x-ratelimit-reset", "age"}
+
+
+@pytest.fixture(scope="module")
+def api_without_store(published_home: Path) -> Iterator[RunningApi]:
+    """The API on the same published home with the row store off (every request asks DuckDB)."""
+    clock = start_clock()
+    app = create_app(Settings(home=published_home, row_store_mb=0), clock)
+    with serve(app, clock) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def api_tiny_store(published_home: Path) -> Iterator[RunningApi]:
+    """The API with a store that holds about two securities at a time."""
+    clock = start_clock()
+    app = create_app(Settings(home=published_home, row_store_mb=1.2), clock)
+    with serve(app, clock) as running:
+        yield running
+
+
+def _requests(scenarios: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """Requests the store answers (every field, as traded, daily), over the demo's cases."""
+    plain, delisted = scenarios["plain"], scenarios["delisted"]
+    classes = scenarios["share_classes"]["class_tickers"]
+    renamed, split = scenarios["renamed"], scenarios["split"]
+    window = {"start": before_as_of(scenarios, 200), "end": before_as_of(scenarios, 20)}
+    return [
+        (f"/v1/prices/{plain['ticker']}", {}),
+        (f"/v1/prices/{plain['ticker']}", {"limit": 5000}),
+        (f"/v1/prices/{plain['ticker']}", window),
+        (f"/v1/prices/{plain['ticker']}", {"start": scenarios["as_of"]}),
+        (f"/v1/prices/{plain['ticker']}", {"end": "1990-01-01"}),
+        (f"/v1/prices/{plain['ticker']}", {"start": "2999-01-01", "end": "2999-12-31"}),
+        (f"/v1/prices/{plain['ticker']}", {"interval": "1d", "adjust": "none", **window}),
+        (f"/v1/prices/{','.join(classes)}", {**window, "limit": 7}),
+        (f"/v1/prices/{plain['ticker']},{delisted['ticker']}", {"limit": 5000}),
+        (f"/v1/prices/{delisted['ticker']}", {"end": delisted["last_date"]}),
+        (f"/v1/prices/{renamed['old_ticker']}", {"end": renamed["change_date"]}),
+        (f"/v1/prices/{split['ticker']}", {"start": split["date"], "limit": 3}),
+        ("/v1/prices", {"entity_id": f"{plain['entity_id']},{delisted['entity_id']}", **window}),
+        ("/v1/prices", {"entity_id": str(plain["entity_id"]), "limit": 1}),
+    ]
+
+
+def _walk(api: RunningApi, key: str, path: str, params: dict[str, Any]) -> list[Any]:
+    """Every page of a request (following ``next_cursor``): status, headers, body bytes."""
+    pages: list[Any] = []
+    cursor = None
+    for _ in range(60):
+        response = get(api, key, path, **params, **({"cursor": cursor} if cursor else {}))
+        headers = {k: v for k, v in response.headers.items() if k not in MOMENT_HEADERS}
+        pages.append((response.status_code, headers, response.content))
+        if response.status_code != 200:
+            break
+        cursor = orjson.loads(response.content)["meta"]["next_cursor"]
+        if cursor is None:
+            break
+    return pages
+
+
+@pytest.mark.parametrize("plan", ["redistribution", "free"])
+def test_store_answers_exactly_as_the_sql_path(
+    api: RunningApi,
+    api_without_store: RunningApi,
+    api_tiny_store: RunningApi,
+    scenarios: dict[str, Any],
+    plan: str,
+) -> None:
+    servers = [api, api_without_store, api_tiny_store]
+    # an account of its own on each server: the usage headers count the same requests
+    keys = [server.new_key(plan).key for server in servers]
+    asked = 0
+    for path, params in _requests(scenarios):
+        if plan == "free" and ("," in path or "," in str(params.get("entity_id", ""))):
+            continue  # Free asks one ticker per request
+        answers = [
+            _walk(server, key, path, params) for server, key in zip(servers, keys, strict=True)
+        ]
+        assert answers[0] == answers[1], (path, params)
+        assert answers[2] == answers[1], (path, params)
+        asked += 1
+    assert asked >= 10
+    store = api.app.state.published.row_store
+    assert store.stats.hits > 0 and store.stats.entries > 0
+    assert api_tiny_store.app.state.published.row_store.stats.evictions > 0
+    assert api_without_store.app.state.published.row_store.stats.loads == 0
+
+
+def test_other_shapes_are_answered_by_sql(
+    api_without_store: RunningApi, api: RunningApi, scenarios: dict[str, Any]
+) -> None:
+    """A field list, split adjustment or an interval is not in the store's copy: those go to
+    DuckDB (and still equal the store-off server's answers)."""
+    keys = [server.new_key("pro").key for server in (api, api_without_store)]
+    ticker = scenarios["split"]["ticker"]
+    loads_before = api.app.state.published.row_store.stats.loads
+    hits_before = api.app.state.published.row_store.stats.hits
+    for params in ({"fields": "close"}, {"adjust": "split"}, {"interval": "1w"}):
+        first, second = (
+            _walk(server, key, f"/v1/prices/{ticker}", params)
+            for server, key in zip((api, api_without_store), keys, strict=True)
+        )
+        assert first == second and first[0][0] == 200
+    stats = api.app.state.published.row_store.stats
+    assert (stats.loads, stats.hits) == (loads_before, hits_before)
+
+
+def _rows(entity: int, days: int) -> list[dict[str, Any]]:
+    first = dt.date(2026, 1, 1)
+    return [
+        {"entity_id": entity, "date": first + dt.timedelta(days=n), "close": n + 0.5}
+        for n in range(days)
+    ]
+
+
+def test_entity_rows_window_is_inclusive_at_both_ends() -> None:
+    held = EntityRows.of(_rows(1, 10))
+    dates = [orjson.loads(orjson.dumps(row))["date"] for row in held.rows]
+    assert dates[0] == "2026-01-01" and len(dates) == 10
+    assert len(held.between(dt.date(2026, 1, 3), dt.date(2026, 1, 5))) == 3
+    assert len(held.between(None, dt.date(2026, 1, 1))) == 1
+    assert held.between(dt.date(2026, 2, 1), None) == []
+    assert held.between(dt.date(2026, 1, 5), dt.date(2026, 1, 4)) == []
+    as_text = orjson.dumps(held.between(None, None))
+    assert orjson.loads(as_text) == orjson.loads(orjson.dumps(_rows(1, 10)))
+
+
+def test_store_keeps_within_its_budget_least_recently_used_out() -> None:
+    one = EntityRows.of(_rows(1, 50)).size
+    store = RowStore(budget_bytes=one * 3)
+    loads = itertools.count()
+
+    def load(entity: int) -> Any:
+        next(loads)
+        return lambda: _rows(entity, 50)
+
+    for entity in (1, 2, 3):
+        store.entity_rows(("v1", "prices", entity), load(entity))
+    store.entity_rows(("v1", "prices", 1), load(1))  # a hit: 1 is now the most recent
+    store.entity_rows(("v1", "prices", 4), load(4))  # evicts 2, the least recently used
+    assert store.stats.bytes <= store.budget_bytes
+    assert (store.stats.loads, store.stats.hits, store.stats.evictions) == (4, 1, 1)
+    store.entity_rows(("v1", "prices", 1), load(1))
+    store.entity_rows(("v1", "prices", 2), load(2))
+    assert store.stats.loads == 5  # 1 was kept, 2 had to be loaded again
+    store.entity_rows(("v2", "prices", 1), load(1))
+    store.drop_version("v1")
+    assert store.stats.entries == 1 and store.stats.bytes == one
+    big = RowStore(budget_bytes=one // 2)
+    assert len(big.entity_rows(("v1", "prices", 1), load(1)).rows) == 50
+    assert big.stats.entries == 0  # larger than the budget: served, not kept
