@@ -117,7 +117,7 @@ def landing_check() -> None:
     _print_json(tables.summary())
 
 
-def _refresh() -> None:
+def _refresh(*, force: bool = False) -> None:
     import contextlib
     import sys
 
@@ -126,7 +126,7 @@ def _refresh() -> None:
     # dbt's log (re-emitted by dagster-dbt) goes to stderr: stdout is the version alone, as
     # scripts read it
     with contextlib.redirect_stdout(sys.stderr):
-        outcome = run_refresh(get_settings())
+        outcome = run_refresh(get_settings(), force=force)
     if not outcome.success:
         checks = (
             f" (failed checks: {', '.join(outcome.failed_checks)})" if outcome.failed_checks else ""
@@ -137,7 +137,12 @@ def _refresh() -> None:
             err=True,
         )
         raise typer.Exit(1)
-    if outcome.version is None:
+    if outcome.unchanged_since is not None:
+        typer.echo(
+            f"refresh {outcome.run_id}: nothing changed; no new version (landing, code and "
+            f"contracts are as when {outcome.unchanged_since} was built: nothing ran)"
+        )
+    elif outcome.version is None:
         typer.echo(f"refresh {outcome.run_id}: nothing changed; no new version")
     else:
         typer.echo(outcome.version)
@@ -149,9 +154,15 @@ def _refresh() -> None:
 
 
 @app.command()
-def refresh() -> None:
-    """Run the whole pipeline once on what is in landing; print the new version."""
-    _refresh()
+def refresh(
+    force: Annotated[
+        bool,
+        typer.Option(help="Build even when nothing changed since the current version was built."),
+    ] = False,
+) -> None:
+    """Run the whole pipeline once on what is in landing; print the new version. When landing,
+    code and contracts are as they were when the current version was built, nothing runs."""
+    _refresh(force=force)
 
 
 @app.command()

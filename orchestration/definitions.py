@@ -2,6 +2,7 @@
 
 import dagster as dg
 
+from findata.orchestration.assets.build_inputs import build_inputs_gate
 from findata.orchestration.assets.checks import contract_checks
 from findata.orchestration.assets.dbt import dbt_models, dbt_resource
 from findata.orchestration.assets.publishing import publish_version
@@ -13,7 +14,7 @@ refresh_job = dg.define_asset_job(
 )
 
 defs = dg.Definitions(
-    assets=[*raw_assets, dbt_models, publish_version],
+    assets=[build_inputs_gate, *raw_assets, dbt_models, publish_version],
     asset_checks=contract_checks,
     jobs=[refresh_job],
     schedules=[

@@ -22,6 +22,9 @@ class RefreshOutcome:
     version: str | None
     records: int
     failed_checks: list[str]
+    #: the current version when nothing a build reads had changed since it was built (the run
+    #: stopped at its first step); None when the run built
+    unchanged_since: str | None = None
 
 
 def prepare_dagster_home(settings: Settings) -> Path:
@@ -34,20 +37,28 @@ def prepare_dagster_home(settings: Settings) -> Path:
     return home
 
 
-def run_refresh(settings: Settings) -> RefreshOutcome:
-    """Run the ``refresh`` job once on what is in landing."""
+def run_refresh(settings: Settings, *, force: bool = False) -> RefreshOutcome:
+    """Run the ``refresh`` job once on what is in landing (``force``: build even when nothing
+    changed since the current version was built)."""
     prepare_dagster_home(settings)
     import dagster as dg
 
+    from findata.orchestration.assets.build_inputs import BUILD_INPUTS
     from findata.orchestration.assets.publishing import CHANGE_RECORDS, PUBLISHED_VERSION
     from findata.orchestration.definitions import defs
 
     with dg.DagsterInstance.get() as instance:
         result = defs.resolve_job_def("refresh").execute_in_process(
-            instance=instance, raise_on_error=False
+            instance=instance,
+            raise_on_error=False,
+            run_config={"ops": {"build_inputs": {"config": {"force": force}}}},
         )
-        version, records = None, 0
+        version, records, unchanged_since = None, 0, None
         for event in result.all_events:
+            if event.event_type_value == "ASSET_OBSERVATION":
+                observation = event.event_specific_data.asset_observation
+                if observation.asset_key == BUILD_INPUTS:
+                    unchanged_since = str(observation.metadata["unchanged_since"].value)
             if not event.is_step_materialization:
                 continue
             materialization = event.step_materialization_data.materialization
@@ -63,4 +74,6 @@ def run_refresh(settings: Settings) -> RefreshOutcome:
             if e.event_type_value == "ASSET_CHECK_EVALUATION"
             and not e.asset_check_evaluation_data.passed
         ]
-        return RefreshOutcome(result.run_id, result.success, version, records, failed)
+        return RefreshOutcome(
+            result.run_id, result.success, version, records, failed, unchanged_since
+        )

@@ -9,9 +9,12 @@ from collections.abc import Iterator
 import dagster as dg
 
 from findata.clock import get_clock
+from findata.control_plane.database import engine_for
 from findata.orchestration.assets.checks import mart_asset_key
+from findata.orchestration.build_inputs import finish_build
 from findata.orchestration.publish import contracts_published, publish
-from findata.settings import get_settings
+from findata.published import current_version
+from findata.settings import Settings, get_settings
 
 PUBLISHED_VERSION = dg.AssetKey("published_version")
 CHANGE_RECORDS = dg.AssetKey("change_records")
@@ -44,7 +47,11 @@ DATA_CHANGED_EVENT = dg.AssetKey("data_changed_event")
 )
 def publish_version(context: dg.AssetExecutionContext) -> Iterator[dg.MaterializeResult]:
     """Publish the marts as a new version if anything changed (orchestration.publish)."""
-    result = publish(get_settings(), run_id=context.run.run_id, clock=get_clock())
+    settings = get_settings()
+    result = publish(settings, run_id=context.run.run_id, clock=get_clock())
+    current = result.version or _current_label(settings)
+    if current is not None:  # a next refresh with nothing new stops at its first step
+        finish_build(settings, context.run.run_id, current)
     if result.changed:
         context.log.info(f"published {result.version}: {result.records} change records")
     else:
@@ -60,3 +67,9 @@ def publish_version(context: dg.AssetExecutionContext) -> Iterator[dg.Materializ
     yield dg.MaterializeResult(
         asset_key=DATA_CHANGED_EVENT, metadata={"event_id": result.event_id or "(none)"}
     )
+
+
+def _current_label(settings: Settings) -> str | None:
+    with engine_for(settings.control_plane_url).connect() as connection:
+        row = current_version(connection)
+    return None if row is None else row.label

@@ -4,6 +4,7 @@ from collections.abc import Iterator
 
 import dagster as dg
 
+from findata.orchestration.assets.build_inputs import BUILD_INPUTS
 from findata.orchestration.landing import LANDING_SOURCES, LandingSource, read_source
 from findata.orchestration.raw import RAW_SCHEMA, write_raw_tables
 from findata.settings import get_settings
@@ -23,6 +24,7 @@ def _raw_source_asset(name: str, source: LandingSource) -> dg.AssetsDefinition:
                 group_name="raw",
                 kinds={"duckdb"},
                 description=f"Landing {source.folder} read into {RAW_SCHEMA}.{table}.",
+                deps=[BUILD_INPUTS],  # skipped when nothing a build reads has changed
             )
             for table in source.tables
         ],

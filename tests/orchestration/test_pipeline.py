@@ -22,6 +22,7 @@ from conftest import PublishedDemo
 from findata.contracts.datasets import dataset_names
 from findata.control_plane import schema
 from findata.control_plane.database import engine_for
+from findata.orchestration.build_inputs import last_built
 from findata.orchestration.publish import FAULT_AFTER_VERSION_FILE, FAULT_ENV
 from findata.orchestration.readers.security_master import read_security_master
 from findata.orchestration.refresh import RefreshOutcome, run_refresh
@@ -86,13 +87,15 @@ def steps(two_week_old_demo: PublishedDemo, tmp_path_factory: pytest.TempPathFac
         settings = get_settings()
         landing = settings.landing_dir
 
-        def step(name: str) -> None:
-            result.outcomes[name] = run_refresh(settings)
+        def step(name: str, *, force: bool = False) -> None:
+            result.outcomes[name] = run_refresh(settings, force=force)
             result.snapshots[name] = _snapshot(settings)
+            result.facts[f"record_after_{name}"] = last_built(settings)
 
         result.outcomes["first"] = two_week_old_demo.first
         result.snapshots["first"] = _snapshot(settings)
-        step("unchanged")
+        step("unchanged")  # stops at its first step: nothing a build reads changed
+        step("forced", force=True)  # builds all the same, and finds nothing to publish
 
         as_of = dt.date.fromisoformat(scenarios["as_of"])
         day = next_session(as_of)
@@ -167,11 +170,25 @@ def test_first_refresh_publishes_a_version_with_records_and_one_event(steps: Ste
 
 
 def test_unchanged_landing_publishes_nothing(steps: Steps) -> None:
-    outcome = steps.outcomes["unchanged"]
-    assert outcome.success and outcome.version is None
-    assert steps.new_records("unchanged", "first") == []
-    assert steps.new_events("unchanged", "first") == []
-    assert len(steps.snapshots["unchanged"].versions) == 1
+    for step in ("unchanged", "forced"):
+        outcome = steps.outcomes[step]
+        assert outcome.success and outcome.version is None
+        assert steps.new_records(step, "first") == []
+        assert steps.new_events(step, "first") == []
+        assert len(steps.snapshots[step].versions) == 1
+
+
+def test_a_refresh_with_nothing_new_stops_before_any_work_and_says_so(steps: Steps) -> None:
+    first = steps.outcomes["first"].version
+    assert steps.outcomes["unchanged"].unchanged_since == first
+    assert steps.facts["record_after_unchanged"].version == first
+    # forced, it builds (and records the build); every other step built as its landing changed
+    assert steps.outcomes["forced"].unchanged_since is None
+    assert steps.facts["record_after_forced"].version == first
+    assert all(steps.outcomes[s].unchanged_since is None for s in ("one_day", "restated"))
+    assert steps.facts["record_after_restated"].version == steps.outcomes["restated"].version
+    # a failed run leaves no record: the warehouse it changed is built again next time
+    assert steps.facts["record_after_high_below_low"] is None
 
 
 def test_one_more_trading_day_changes_exactly_the_securities_that_gained_a_row(

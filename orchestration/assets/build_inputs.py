@@ -1,0 +1,69 @@
+"""The refresh's first step: stop when nothing a build reads has changed (``build_inputs.py``).
+
+The asset's output is optional: when landing, code and contracts are as they were when the
+current version was built, it records an observation saying so and yields nothing, and Dagster
+skips every step downstream (raw, dbt, checks, publish). ``force`` builds anyway.
+"""
+
+from collections.abc import Iterator
+
+import dagster as dg
+
+from findata.control_plane.database import engine_for
+from findata.orchestration.build_inputs import build_inputs, last_built, start_build
+from findata.published import current_version
+from findata.settings import get_settings
+
+BUILD_INPUTS = dg.AssetKey("build_inputs")
+
+
+class RefreshConfig(dg.Config):
+    """How a refresh starts."""
+
+    force: bool = False  # build even when nothing changed since the current version was built
+
+
+@dg.asset(
+    key=BUILD_INPUTS,
+    group_name="landing",
+    output_required=False,
+    description="The fingerprint of landing, code and contracts; a refresh stops here when it "
+    "equals the one the current version was built from.",
+)
+def build_inputs_gate(
+    context: dg.AssetExecutionContext, config: RefreshConfig
+) -> Iterator[dg.MaterializeResult]:
+    """Go on (and record what this build starts from) unless nothing changed."""
+    settings = get_settings()
+    inputs = build_inputs(settings)
+    built = last_built(settings)
+    with engine_for(settings.control_plane_url).connect() as connection:
+        current = current_version(connection)
+    unchanged = (
+        not config.force
+        and built is not None
+        and current is not None
+        and built.fingerprint == inputs.fingerprint
+        and built.version == current.label
+    )
+    if unchanged:
+        context.log.info(
+            f"nothing changed since {current.label} was built (landing: {inputs.landing_files} "
+            f"files, code and contracts: {inputs.code_files} files, as then): nothing runs"
+        )
+        context.log_event(
+            dg.AssetObservation(
+                asset_key=BUILD_INPUTS,
+                metadata={"unchanged_since": current.label, "fingerprint": inputs.fingerprint},
+            )
+        )
+        return
+    start_build(settings, inputs, context.run.run_id)
+    yield dg.MaterializeResult(
+        metadata={
+            "fingerprint": inputs.fingerprint,
+            "landing_files": inputs.landing_files,
+            "code_files": inputs.code_files,
+            "forced": config.force,
+        }
+    )

@@ -1,0 +1,123 @@
+"""What a build reads, fingerprinted, so that a refresh with nothing new stops before any work.
+
+A build's output depends on the landing files, the code that reads and transforms them (the
+readers, the dbt project, the checks, publishing) and the contracts. The fingerprint hashes
+each landing file's path, size and modification time (as the landing cache keys its units) and
+the content of every code and contract file. A refresh computes it first; when it equals the
+fingerprint the last successful build recorded, and that build's version is still the current
+one and its warehouse is still there, the refresh stops, saying so.
+
+The record is a file beside the warehouse (``build/built_from.json``): it describes that
+warehouse, on this pipeline host. It is written in two steps: ``building_from.json`` when a
+run starts building, renamed to ``built_from.json`` by the publish step once the run has
+published (or found nothing to publish); a run that fails in between leaves no record, and the
+next one builds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import findata
+import findata.contracts
+import findata.orchestration
+import findata.transforms
+from findata.settings import Settings
+
+#: the code and contracts a build runs (their files' contents are hashed)
+CODE_PACKAGES = (findata, findata.orchestration, findata.transforms, findata.contracts)
+CODE_SUFFIXES = {".py", ".sql", ".yml", ".yaml", ".csv"}
+BUILT_FROM = "built_from.json"
+BUILDING_FROM = "building_from.json"
+
+
+@dataclass(frozen=True)
+class BuildInputs:
+    """A build's inputs: their fingerprint and how many files it covers."""
+
+    fingerprint: str
+    landing_files: int
+    code_files: int
+
+
+@dataclass(frozen=True)
+class BuiltFrom:
+    """What the last successful build recorded: its inputs and the version current after it."""
+
+    fingerprint: str
+    version: str
+
+
+def build_inputs(settings: Settings) -> BuildInputs:
+    """The fingerprint of landing (paths, sizes, modification times) and of the code and
+    contracts (contents)."""
+    digest = hashlib.sha256()
+    landing = _files(settings.landing_dir, suffixes=None)
+    for path in landing:
+        stat = path.stat()
+        relative = path.relative_to(settings.landing_dir)
+        digest.update(f"landing {relative} {stat.st_size} {stat.st_mtime_ns}\n".encode())
+    code = [
+        (package.__name__, root, path)
+        for package in CODE_PACKAGES
+        for root in [Path(package.__file__).parent]  # type: ignore[arg-type]
+        for path in _files(root, suffixes=CODE_SUFFIXES)
+    ]
+    for name, root, path in code:
+        digest.update(f"code {name} {path.relative_to(root)}\n".encode())
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return BuildInputs(digest.hexdigest(), len(landing), len(code))
+
+
+def last_built(settings: Settings) -> BuiltFrom | None:
+    """The record of the last successful build, if it still describes the warehouse."""
+    record = settings.build_dir / BUILT_FROM
+    if not (record.exists() and settings.warehouse_path.exists()):
+        return None
+    try:
+        kept = json.loads(record.read_text())
+        return BuiltFrom(str(kept["fingerprint"]), str(kept["version"]))
+    except (ValueError, KeyError, TypeError):
+        return None  # unreadable: build
+
+
+def start_build(settings: Settings, inputs: BuildInputs, run_id: str) -> None:
+    """Run ``run_id`` starts building from ``inputs``: the last record no longer describes the
+    warehouse (it is about to change), and the new one waits for the publish step."""
+    settings.build_dir.mkdir(parents=True, exist_ok=True)
+    (settings.build_dir / BUILT_FROM).unlink(missing_ok=True)
+    started = {"fingerprint": inputs.fingerprint, "run_id": run_id}
+    (settings.build_dir / BUILDING_FROM).write_text(json.dumps(started))
+
+
+def finish_build(settings: Settings, run_id: str, version: str) -> None:
+    """Run ``run_id`` published (or found nothing to publish) and ``version`` is current:
+    record what it was built from. Nothing is recorded for a run that did not start from a
+    fingerprint of its own (a subset materialised in the UI, after a failed run)."""
+    pending = settings.build_dir / BUILDING_FROM
+    if not pending.exists():
+        return
+    started = json.loads(pending.read_text())
+    if started.get("run_id") != run_id:
+        return
+    record = settings.build_dir / f"{BUILT_FROM}.tmp"
+    record.write_text(json.dumps({"fingerprint": started["fingerprint"], "version": version}))
+    os.replace(record, settings.build_dir / BUILT_FROM)
+    pending.unlink()
+
+
+def _files(root: Path, suffixes: set[str] | None) -> list[Path]:
+    """Every file under ``root`` in a stable order (caches and hidden folders left out)."""
+    if not root.exists():
+        return []
+    found: list[Path] = []
+    for folder, folders, names in os.walk(root):
+        folders[:] = sorted(f for f in folders if f != "__pycache__" and not f.startswith("."))
+        for name in sorted(names):
+            if suffixes is None or Path(name).suffix in suffixes:
+                found.append(Path(folder) / name)
+    return found
