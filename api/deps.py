@@ -31,7 +31,7 @@ def optional_key(request: Request, store: Store) -> KeyOwner | None:
     return authenticate(read_key(request.headers, request.query_params), store, "optional")
 
 
-def no_key() -> None:
+def no_key(_request: Request, _store: AccountStore) -> None:
     """No key is read (``/v1/status``: the same answer with any key or none)."""
     return None
 
@@ -44,5 +44,5 @@ OptionalKey = Annotated[KeyOwner | None, Depends(optional_key)]
 KEY_READERS: dict[str, Callable[[Request, AccountStore], KeyOwner | None]] = {
     "required": require_key,
     "optional": optional_key,
-    "never": lambda _request, _store: None,
+    "never": no_key,
 }

@@ -1,11 +1,11 @@
 """Routes generated from ``contracts/endpoints/*.yaml``: one GET route per contract path.
 
-A generated route reads the key (a dependency; never, on a service endpoint whose contract says
-so), turns the HTTP request into a ``DataRequest`` and answers it with
-``api/service_requests.py``: a data endpoint runs the spec's steps in order
+A generated route reads the key as its contract says (``api/deps.py: KEY_READERS``; never, on a
+service endpoint whose contract says so), turns the HTTP request into a ``DataRequest`` and
+answers it with ``api/service_requests.py``: a data endpoint runs the spec's steps in order
 (``api/data_requests.py``), a service endpoint (status, usage) its handler alone. The route's
 signature lists every parameter with its description and allowed values, so ``/openapi.json``
-and ``/docs`` document the contract.
+and ``/docs`` document the contract; FastAPI documents it but does not run it (``_route_class``).
 """
 
 from __future__ import annotations
@@ -15,14 +15,14 @@ import re
 from collections.abc import Callable, Coroutine
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Path, Query, Request
+from fastapi import APIRouter, Path, Query, Request
 from fastapi.routing import APIRoute
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
 from findata.accounts.store import KeyOwner
 from findata.api.data_requests import UPGRADE_TEXT, DataRequest, Serving
-from findata.api.deps import KEY_READERS, no_key, optional_key, require_key
+from findata.api.deps import KEY_READERS
 from findata.api.response_docs import route_responses
 from findata.api.service_requests import answer_request
 from findata.contracts.endpoints import (
@@ -77,9 +77,8 @@ def _route_class(contract: EndpointContract) -> type[APIRoute]:
 
 def _route(contract: EndpointContract, path: str) -> Callable[..., Response]:
     path_names = re.findall(r"{(\w+)}", path)
-    key_dependency = {"required": require_key, "optional": optional_key, "never": no_key}
 
-    def route(request: Request, owner: Any, **_documented: Any) -> Response:
+    def route(request: Request, owner: KeyOwner | None, **_documented: Any) -> Response:
         # errors of a data endpoint from here on may carry client notices
         request.state.data_endpoint = contract.kind == "data"
         serving: Serving = request.app.state.serving
@@ -98,11 +97,6 @@ def _route(contract: EndpointContract, path: str) -> Callable[..., Response]:
 
     parameters = [
         inspect.Parameter("request", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=Request),
-        inspect.Parameter(
-            "owner",
-            inspect.Parameter.POSITIONAL_OR_KEYWORD,
-            annotation=Annotated[KeyOwner | None, Depends(key_dependency[contract.key])],
-        ),
     ]
     for name in path_names:
         declared = contract.parameter(name)

@@ -115,6 +115,13 @@ class Settings(BaseSettings):
         "every field, as traded, daily); least recently used first out. 0 turns it off: every "
         "request asks DuckDB.",
     )
+    version_retention_hours: float = Field(
+        default=24.0,
+        ge=0,
+        description="A published version that is no longer current is removed (its file) this "
+        "long after the version that replaced it was published; a page cursor on it then "
+        "answers 400. The refresh's publish step removes them.",
+    )
     version_idle_seconds: float = Field(
         default=60.0,
         ge=0,

@@ -247,7 +247,7 @@ def publish_lock(published: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def _remove_database(path: Path) -> None:
+def remove_database(path: Path) -> None:
     """Delete a DuckDB file and what DuckDB writes beside it: its WAL and its spill directory."""
     path.unlink(missing_ok=True)
     Path(f"{path}.wal").unlink(missing_ok=True)
@@ -260,7 +260,7 @@ def _remove_unpublished_files(published: Path, known: set[str], keep: Path) -> N
     for entry in published.iterdir():
         database = published / entry.name.removesuffix(".wal").removesuffix(".tmp")
         if database.suffix == ".duckdb" and database.name not in known and database != keep:
-            _remove_database(database)
+            remove_database(database)
 
 
 @contextlib.contextmanager
@@ -270,7 +270,7 @@ def _removed_on_failure(staging: Path) -> Iterator[None]:
     try:
         yield
     except BaseException:
-        _remove_database(staging)
+        remove_database(staging)
         raise
 
 
@@ -328,7 +328,7 @@ def publish(settings: Settings, *, run_id: str, clock: Clock) -> PublishResult:
                 digest = content_hash(prints)
                 if current is not None and current.content_hash == digest:
                     con.close()
-                    _remove_database(staging)
+                    remove_database(staging)
                     return PublishResult(None, None, 0, None, {})
                 old = None
                 if current is not None:
@@ -343,7 +343,7 @@ def publish(settings: Settings, *, run_id: str, clock: Clock) -> PublishResult:
             if not records:
                 # same rows, another fingerprint (a DuckDB upgrade can change its row hash): the
                 # served data did not change, so nothing is published
-                _remove_database(staging)
+                remove_database(staging)
                 return PublishResult(None, None, 0, None, {})
             now = clock.now()
             label = f"{now:%Y%m%dT%H%M%S}Z-{run_id[:8]}"

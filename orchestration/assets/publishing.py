@@ -13,6 +13,7 @@ from findata.control_plane.database import engine_for
 from findata.orchestration.assets.checks import mart_asset_key
 from findata.orchestration.build_inputs import finish_build
 from findata.orchestration.publish import contracts_published, publish
+from findata.orchestration.retention import remove_superseded_versions
 from findata.published import current_version
 from findata.settings import Settings, get_settings
 
@@ -48,7 +49,11 @@ DATA_CHANGED_EVENT = dg.AssetKey("data_changed_event")
 def publish_version(context: dg.AssetExecutionContext) -> Iterator[dg.MaterializeResult]:
     """Publish the marts as a new version if anything changed (orchestration.publish)."""
     settings = get_settings()
-    result = publish(settings, run_id=context.run.run_id, clock=get_clock())
+    clock = get_clock()
+    result = publish(settings, run_id=context.run.run_id, clock=clock)
+    retention = remove_superseded_versions(settings, clock.now())
+    if retention.removed:
+        context.log.info(f"removed versions replaced long enough ago: {retention.removed}")
     current = result.version or _current_label(settings)
     if current is not None:  # a next refresh with nothing new stops at its first step
         finish_build(settings, context.run.run_id, current)
@@ -58,7 +63,13 @@ def publish_version(context: dg.AssetExecutionContext) -> Iterator[dg.Materializ
         context.log.info("nothing changed: no version, no change record, no event")
     yield dg.MaterializeResult(
         asset_key=PUBLISHED_VERSION,
-        metadata={"version": result.version or "(unchanged)", "changed": result.changed},
+        metadata={
+            "version": result.version or "(unchanged)",
+            "changed": result.changed,
+            "versions_on_disk": retention.kept,
+            "published_disk_bytes": dg.MetadataValue.int(retention.disk_bytes),
+            "versions_removed": dg.MetadataValue.json(retention.removed),
+        },
     )
     yield dg.MaterializeResult(
         asset_key=CHANGE_RECORDS,

@@ -24,22 +24,23 @@ from tests.api.server import RunningApi, serve, start_clock
 MOMENT_HEADERS = {"date", "x-ratelimit-reset", "age"}
 
 
+def _served_with_store(published_home: Path, row_store_mb: float) -> Iterator[RunningApi]:
+    clock = start_clock()
+    app = create_app(Settings(home=published_home, row_store_mb=row_store_mb), clock)
+    with serve(app, clock) as running:
+        yield running
+
+
 @pytest.fixture(scope="module")
 def api_without_store(published_home: Path) -> Iterator[RunningApi]:
     """The API on the same published home with the row store off (every request asks DuckDB)."""
-    clock = start_clock()
-    app = create_app(Settings(home=published_home, row_store_mb=0), clock)
-    with serve(app, clock) as running:
-        yield running
+    yield from _served_with_store(published_home, 0)
 
 
 @pytest.fixture(scope="module")
 def api_tiny_store(published_home: Path) -> Iterator[RunningApi]:
     """The API with a store that holds about two securities at a time."""
-    clock = start_clock()
-    app = create_app(Settings(home=published_home, row_store_mb=1.2), clock)
-    with serve(app, clock) as running:
-        yield running
+    yield from _served_with_store(published_home, 1.2)
 
 
 def _requests(scenarios: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
