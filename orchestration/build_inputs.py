@@ -55,22 +55,36 @@ class BuiltFrom:
 def build_inputs(settings: Settings) -> BuildInputs:
     """The fingerprint of landing (paths, sizes, modification times) and of the code and
     contracts (contents)."""
-    digest = hashlib.sha256()
     landing = _files(settings.landing_dir, suffixes=None)
-    for path in landing:
+    code_digest, code_files = code_fingerprint()
+    digest = hashlib.sha256(code_digest.encode())
+    digest.update(files_fingerprint(settings.landing_dir, landing).encode())
+    return BuildInputs(digest.hexdigest(), len(landing), code_files)
+
+
+def files_fingerprint(root: Path, files: list[Path]) -> str:
+    """The fingerprint of ``files`` under ``root``: each one's path, size and modification time
+    (as the landing cache keys its units)."""
+    digest = hashlib.sha256()
+    for path in files:
         stat = path.stat()
-        relative = path.relative_to(settings.landing_dir)
-        digest.update(f"landing {relative} {stat.st_size} {stat.st_mtime_ns}\n".encode())
-    code = [
-        (package.__name__, root, path)
-        for package in CODE_PACKAGES
-        for root in [Path(package.__file__).parent]  # type: ignore[arg-type]
-        for path in _files(root, suffixes=CODE_SUFFIXES)
-    ]
-    for name, root, path in code:
-        digest.update(f"code {name} {path.relative_to(root)}\n".encode())
-        digest.update(hashlib.sha256(path.read_bytes()).digest())
-    return BuildInputs(digest.hexdigest(), len(landing), len(code))
+        relative = path.relative_to(root)
+        digest.update(f"{relative} {stat.st_size} {stat.st_mtime_ns}\n".encode())
+    return digest.hexdigest()
+
+
+def code_fingerprint() -> tuple[str, int]:
+    """The fingerprint of the code and contracts a build runs (their files' contents), and how
+    many files it covers."""
+    digest = hashlib.sha256()
+    count = 0
+    for package in CODE_PACKAGES:
+        root = Path(package.__file__).parent  # type: ignore[arg-type]
+        for path in _files(root, suffixes=CODE_SUFFIXES):
+            digest.update(f"{package.__name__} {path.relative_to(root)}\n".encode())
+            digest.update(hashlib.sha256(path.read_bytes()).digest())
+            count += 1
+    return digest.hexdigest(), count
 
 
 def last_built(settings: Settings) -> BuiltFrom | None:

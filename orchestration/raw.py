@@ -1,7 +1,10 @@
 """Raw tables: landing read by the real-format readers, stored as is in the build DuckDB.
 
 Each landing source becomes tables ``raw.<table>`` (see ``findata.orchestration.landing``), replaced
-whole on every run; dbt's staging models read them as sources.
+whole when the source is read; dbt's staging models read them as sources. With the tables, in the
+same transaction, the source's fingerprint (its files and the code that reads them) is kept in
+``raw._landing_fingerprints``: a refresh whose fingerprint for a source is the one kept leaves
+that source's tables as they are.
 """
 
 from __future__ import annotations
@@ -12,13 +15,24 @@ import duckdb
 import pandas as pd
 
 RAW_SCHEMA = "raw"
+FINGERPRINTS = f"{RAW_SCHEMA}._landing_fingerprints"
 
 
-def write_raw_tables(database: Path, tables: dict[str, pd.DataFrame]) -> dict[str, int]:
-    """Replace ``raw.<name>`` with each frame in one transaction; returns rows per table."""
+def write_raw_tables(
+    database: Path,
+    tables: dict[str, pd.DataFrame],
+    source: str | None = None,
+    fingerprint: str | None = None,
+) -> dict[str, int]:
+    """Replace ``raw.<name>`` with each frame in one transaction, with ``source``'s
+    ``fingerprint`` when given; returns rows per table."""
     database.parent.mkdir(parents=True, exist_ok=True)
     with duckdb.connect(str(database)) as con:
         con.execute(f"CREATE SCHEMA IF NOT EXISTS {RAW_SCHEMA}")
+        con.execute(
+            f"CREATE TABLE IF NOT EXISTS {FINGERPRINTS} (source VARCHAR PRIMARY KEY, "
+            "fingerprint VARCHAR NOT NULL)"
+        )
         con.execute("BEGIN TRANSACTION")
         for name, frame in tables.items():
             con.register("frame_to_load", frame)
@@ -26,5 +40,44 @@ def write_raw_tables(database: Path, tables: dict[str, pd.DataFrame]) -> dict[st
                 f'CREATE OR REPLACE TABLE {RAW_SCHEMA}."{name}" AS SELECT * FROM frame_to_load'
             )
             con.unregister("frame_to_load")
+        if source is not None:
+            con.execute(f"DELETE FROM {FINGERPRINTS} WHERE source = ?", [source])
+            if fingerprint is not None:
+                con.execute(f"INSERT INTO {FINGERPRINTS} VALUES (?, ?)", [source, fingerprint])
         con.execute("COMMIT")
     return {name: len(frame) for name, frame in tables.items()}
+
+
+def forget_landing_fingerprints(database: Path) -> None:
+    """Every source is read again on the next run (a forced build starts from landing)."""
+    if database.exists():
+        with duckdb.connect(str(database)) as con:
+            con.execute(f"DROP TABLE IF EXISTS {FINGERPRINTS}")
+
+
+def unchanged_raw_tables(
+    database: Path, source: str, fingerprint: str, tables: tuple[str, ...]
+) -> dict[str, int] | None:
+    """Rows per table of ``source`` when the warehouse holds its tables read with this very
+    ``fingerprint``; None when the source must be read."""
+    if not database.exists():
+        return None
+    with duckdb.connect(str(database), read_only=True) as con:
+        present = {
+            name
+            for (name,) in con.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = ?",
+                [RAW_SCHEMA],
+            ).fetchall()
+        }
+        if "_landing_fingerprints" not in present or not set(tables) <= present:
+            return None
+        kept = con.execute(
+            f"SELECT fingerprint FROM {FINGERPRINTS} WHERE source = ?", [source]
+        ).fetchall()
+        if kept != [(fingerprint,)]:
+            return None
+        return {
+            name: con.execute(f'SELECT count(*) FROM {RAW_SCHEMA}."{name}"').fetchall()[0][0]
+            for name in tables
+        }

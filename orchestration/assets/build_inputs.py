@@ -11,6 +11,7 @@ import dagster as dg
 
 from findata.control_plane.database import engine_for
 from findata.orchestration.build_inputs import build_inputs, last_built, start_build
+from findata.orchestration.raw import forget_landing_fingerprints
 from findata.published import current_version
 from findata.settings import get_settings
 
@@ -20,7 +21,7 @@ BUILD_INPUTS = dg.AssetKey("build_inputs")
 class RefreshConfig(dg.Config):
     """How a refresh starts."""
 
-    force: bool = False  # build even when nothing changed since the current version was built
+    force: bool = False  # build from landing even when nothing changed since the last build
 
 
 @dg.asset(
@@ -59,6 +60,8 @@ def build_inputs_gate(
         )
         return
     start_build(settings, inputs, context.run.run_id)
+    if config.force:
+        forget_landing_fingerprints(settings.warehouse_path)  # every source is read again
     yield dg.MaterializeResult(
         metadata={
             "fingerprint": inputs.fingerprint,

@@ -2,6 +2,7 @@
 
 import hashlib
 import os
+import shutil
 import sys
 from collections.abc import Iterator, Mapping
 from importlib import resources
@@ -16,6 +17,7 @@ from findata.settings import get_settings
 
 # the dbt project travels with the package (``findata.transforms``: transforms/ in a checkout)
 TRANSFORMS = Path(str(resources.files("findata.transforms")))
+PARTIAL_PARSE = "partial_parse.msgpack"
 
 
 class FindataTranslator(DagsterDbtTranslator):
@@ -90,4 +92,17 @@ prepare_manifest(dbt_project)
 def dbt_models(context: dg.AssetExecutionContext, dbt: DbtCliResource) -> Iterator[Any]:
     """``dbt build``: every model with its tests."""
     dbt_environment()
-    yield from dbt.cli(["build"], context=context).stream()
+    yield from dbt.cli(["build"], context=context, target_path=_build_target()).stream()
+
+
+def _build_target() -> Path:
+    """One target folder for every build (dagster-dbt's default is a new one per run): dbt
+    reads its previous ``partial_parse.msgpack`` there and parses only what changed (~2 s of a
+    refresh otherwise); the first build starts from the one ``dbt parse`` left. Refreshes do
+    not overlap (they write the one build warehouse), so neither do their targets."""
+    target = get_settings().dbt_target_dir / "build"
+    parsed = dbt_project.target_path / PARTIAL_PARSE
+    if not (target / PARTIAL_PARSE).exists() and parsed.exists():
+        target.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(parsed, target / PARTIAL_PARSE)
+    return target

@@ -1,18 +1,28 @@
 """One multi-asset per landing source: its files read by the real-format readers into raw.*."""
 
+import hashlib
 from collections.abc import Iterator
+from pathlib import Path
 
 import dagster as dg
 
 from findata.orchestration.assets.build_inputs import BUILD_INPUTS
+from findata.orchestration.build_inputs import code_fingerprint, files_fingerprint
 from findata.orchestration.landing import LANDING_SOURCES, LandingSource, read_source
-from findata.orchestration.raw import RAW_SCHEMA, write_raw_tables
+from findata.orchestration.raw import RAW_SCHEMA, unchanged_raw_tables, write_raw_tables
 from findata.settings import get_settings
 
 
 def raw_asset_key(table: str) -> dg.AssetKey:
     """The asset key of raw table ``table`` (dbt sources map onto these)."""
     return dg.AssetKey([RAW_SCHEMA, table])
+
+
+def source_fingerprint(landing: Path, files: list[Path]) -> str:
+    """A source's files (paths, sizes, modification times) and the code that reads them."""
+    return hashlib.sha256(
+        f"{code_fingerprint()[0]} {files_fingerprint(landing, files)}".encode()
+    ).hexdigest()
 
 
 def _raw_source_asset(name: str, source: LandingSource) -> dg.AssetsDefinition:
@@ -32,14 +42,21 @@ def _raw_source_asset(name: str, source: LandingSource) -> dg.AssetsDefinition:
     def load(context: dg.AssetExecutionContext) -> Iterator[dg.MaterializeResult]:
         settings = get_settings()
         files = source.files(settings.landing_dir)
-        tables = read_source(settings.landing_dir, name, cache=settings.build_dir / "landing-cache")
-        rows = write_raw_tables(settings.warehouse_path, tables)
+        fingerprint = source_fingerprint(settings.landing_dir, files)
+        warehouse = settings.warehouse_path
+        rows = unchanged_raw_tables(warehouse, name, fingerprint, source.tables)
+        unchanged = rows is not None
+        if rows is None:
+            cache = settings.build_dir / "landing-cache"
+            tables = read_source(settings.landing_dir, name, cache=cache)
+            rows = write_raw_tables(warehouse, tables, name, fingerprint)
         for table, count in rows.items():
             yield dg.MaterializeResult(
                 asset_key=raw_asset_key(table),
-                metadata={"rows": count, "landing_files": len(files)},
+                metadata={"rows": count, "landing_files": len(files), "unchanged": unchanged},
             )
-        context.log.info(f"{source.folder}: {len(files)} files, rows {rows}")
+        kept = " (unchanged since the last read: kept as they are)" if unchanged else ""
+        context.log.info(f"{source.folder}: {len(files)} files, rows {rows}{kept}")
 
     return load
 
