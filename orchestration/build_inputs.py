@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import findata
@@ -42,6 +42,7 @@ class BuildInputs:
     fingerprint: str
     landing_files: int
     code_files: int
+    code: str  # the fingerprint of the code and contracts alone
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,7 @@ class BuiltFrom:
 
     fingerprint: str
     version: str
+    code: str = ""  # of the code and contracts alone ("" in a record that did not keep it)
 
 
 def build_inputs(settings: Settings) -> BuildInputs:
@@ -59,7 +61,7 @@ def build_inputs(settings: Settings) -> BuildInputs:
     code_digest, code_files = code_fingerprint()
     digest = hashlib.sha256(code_digest.encode())
     digest.update(files_fingerprint(settings.landing_dir, landing).encode())
-    return BuildInputs(digest.hexdigest(), len(landing), code_files)
+    return BuildInputs(digest.hexdigest(), len(landing), code_files, code_digest)
 
 
 def files_fingerprint(root: Path, files: list[Path]) -> str:
@@ -93,19 +95,44 @@ def last_built(settings: Settings) -> BuiltFrom | None:
     if not (record.exists() and settings.warehouse_path.exists()):
         return None
     try:
-        kept = json.loads(record.read_text())
-        return BuiltFrom(str(kept["fingerprint"]), str(kept["version"]))
+        return _built_from(json.loads(record.read_text()))
     except (ValueError, KeyError, TypeError):
         return None  # unreadable: build
 
 
-def start_build(settings: Settings, inputs: BuildInputs, run_id: str) -> None:
+def start_build(
+    settings: Settings, inputs: BuildInputs, run_id: str, *, forced: bool = False
+) -> None:
     """Run ``run_id`` starts building from ``inputs``: the last record no longer describes the
-    warehouse (it is about to change), and the new one waits for the publish step."""
+    warehouse (it is about to change), and the new one waits for the publish step. The last
+    record is kept in the pending one (``build_before``) unless the build is ``forced``."""
     settings.build_dir.mkdir(parents=True, exist_ok=True)
+    before = None if forced else last_built(settings)
     (settings.build_dir / BUILT_FROM).unlink(missing_ok=True)
-    started = {"fingerprint": inputs.fingerprint, "run_id": run_id}
+    started = {
+        "fingerprint": inputs.fingerprint,
+        "code": inputs.code,
+        "run_id": run_id,
+        "before": None if before is None else asdict(before),
+    }
     (settings.build_dir / BUILDING_FROM).write_text(json.dumps(started))
+
+
+def build_before(settings: Settings, run_id: str) -> BuiltFrom | None:
+    """What the successful build before run ``run_id``'s was made from (None when the run did
+    not start a build of its own, was forced, or had no successful build before it)."""
+    pending = settings.build_dir / BUILDING_FROM
+    try:
+        started = json.loads(pending.read_text())
+        if started.get("run_id") != run_id or started.get("before") is None:
+            return None
+        return _built_from(started["before"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _built_from(kept: dict[str, object]) -> BuiltFrom:
+    return BuiltFrom(str(kept["fingerprint"]), str(kept["version"]), str(kept.get("code", "")))
 
 
 def finish_build(settings: Settings, run_id: str, version: str) -> None:
@@ -119,7 +146,8 @@ def finish_build(settings: Settings, run_id: str, version: str) -> None:
     if started.get("run_id") != run_id:
         return
     record = settings.build_dir / f"{BUILT_FROM}.tmp"
-    record.write_text(json.dumps({"fingerprint": started["fingerprint"], "version": version}))
+    built = BuiltFrom(started["fingerprint"], version, started.get("code", ""))
+    record.write_text(json.dumps(asdict(built)))
     os.replace(record, settings.build_dir / BUILT_FROM)
     pending.unlink()
 

@@ -108,13 +108,20 @@ def fingerprints(
     con: duckdb.DuckDBPyConnection, schema_name: str, contracts: list[DatasetContract]
 ) -> dict[str, str]:
     """An order-independent fingerprint of each table: row count, XOR of row hashes, columns."""
-    result = {}
-    for contract in contracts:
-        count, digest = con.execute(
-            f'SELECT count(*), bit_xor(hash(t)) FROM {schema_name}."{contract.name}" t'
-        ).fetchall()[0]
-        result[contract.name] = f"{count}:{digest}:{','.join(contract.column_names)}"
-    return result
+    return {contract.name: table_fingerprint(con, schema_name, contract) for contract in contracts}
+
+
+def table_fingerprint(
+    con: duckdb.DuckDBPyConnection, schema_name: str, contract: DatasetContract
+) -> str:
+    """The fingerprint of the contract's columns of table ``schema_name.<dataset>`` (a mart of
+    the warehouse or a published table: equal rows give equal fingerprints)."""
+    columns = _quoted(contract.column_names)
+    count, digest = con.execute(
+        f'SELECT count(*), bit_xor(hash(t)) FROM (SELECT {columns} FROM {schema_name}."'
+        f'{contract.name}") t'
+    ).fetchall()[0]
+    return f"{count}:{digest}:{','.join(contract.column_names)}"
 
 
 def content_hash(prints: dict[str, str]) -> str:

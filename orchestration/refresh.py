@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from findata.settings import Settings
@@ -25,6 +25,8 @@ class RefreshOutcome:
     #: the current version when nothing a build reads had changed since it was built (the run
     #: stopped at its first step); None when the run built
     unchanged_since: str | None = None
+    #: marts whose contract check was not run again: their rows are the current version's
+    unchanged_marts: list[str] = field(default_factory=list)
 
 
 def prepare_dagster_home(settings: Settings) -> Path:
@@ -67,13 +69,23 @@ def run_refresh(settings: Settings, *, force: bool = False) -> RefreshOutcome:
                 version = str(metadata["version"])
             if materialization.asset_key == CHANGE_RECORDS:
                 records = int(metadata.get("records", 0))
-        failed = [
-            f"{e.asset_check_evaluation_data.asset_key.to_user_string()}:"
-            f"{e.asset_check_evaluation_data.check_name}"
+        evaluations = [
+            e.asset_check_evaluation_data
             for e in result.all_events
             if e.event_type_value == "ASSET_CHECK_EVALUATION"
-            and not e.asset_check_evaluation_data.passed
+        ]
+        unchanged_marts = sorted(
+            c.asset_key.path[-1] for c in evaluations if "unchanged_since" in c.metadata
+        )
+        failed = [
+            f"{c.asset_key.to_user_string()}:{c.check_name}" for c in evaluations if not c.passed
         ]
         return RefreshOutcome(
-            result.run_id, result.success, version, records, failed, unchanged_since
+            result.run_id,
+            result.success,
+            version,
+            records,
+            failed,
+            unchanged_since,
+            unchanged_marts,
         )

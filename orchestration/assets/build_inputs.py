@@ -59,7 +59,7 @@ def build_inputs_gate(
             )
         )
         return
-    start_build(settings, inputs, context.run.run_id)
+    start_build(settings, inputs, context.run.run_id, forced=config.force)
     if config.force:
         forget_landing_fingerprints(settings.warehouse_path)  # every source is read again
     yield dg.MaterializeResult(

@@ -13,6 +13,7 @@ import pytest
 
 from findata.orchestration import build_inputs as inputs_module
 from findata.orchestration.build_inputs import (
+    build_before,
     build_inputs,
     finish_build,
     last_built,
@@ -75,8 +76,14 @@ def test_a_build_is_recorded_only_by_the_run_that_started_it(settings: Settings)
         inputs.fingerprint,
         "v1",
     )
+    assert recorded.code == inputs.code != ""
     start_build(settings, inputs, "run-3")  # a new build starts: the old record is void
     assert last_built(settings) is None
+    assert build_before(settings, "run-3") == recorded  # and kept as the build before it
+    assert build_before(settings, "run-4") is None
     finish_build(settings, "run-3", "v2")
+    start_build(settings, inputs, "run-5", forced=True)
+    assert build_before(settings, "run-5") is None  # a forced build checks everything
+    finish_build(settings, "run-5", "v2")
     settings.warehouse_path.unlink()  # the record describes a warehouse that is gone
     assert last_built(settings) is None

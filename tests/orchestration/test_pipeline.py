@@ -191,6 +191,19 @@ def test_a_refresh_with_nothing_new_stops_before_any_work_and_says_so(steps: Ste
     assert steps.facts["record_after_high_below_low"] is None
 
 
+def test_the_checks_of_marts_that_did_not_change_are_not_run_again(steps: Steps) -> None:
+    """A mart whose rows are the current version's, built by the same code and contracts,
+    passed its contract when that version was built; a forced build, or one after a failed run,
+    checks every mart."""
+    one_day = set(steps.outcomes["one_day"].unchanged_marts)
+    assert "prices" not in one_day
+    assert {"insider_transactions", "institutional_holdings", "managers"} <= one_day
+    restated = set(steps.outcomes["restated"].unchanged_marts)
+    assert "fundamentals" not in restated and "prices" in restated
+    assert steps.outcomes["forced"].unchanged_marts == []
+    assert steps.outcomes["future_date"].unchanged_marts == []
+
+
 def test_one_more_trading_day_changes_exactly_the_securities_that_gained_a_row(
     steps: Steps,
 ) -> None:

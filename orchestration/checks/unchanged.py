@@ -1,0 +1,48 @@
+"""A mart that did not change needs no new check: its rows are those of the current published
+version, built by the same code and contracts, and they passed this very contract when that
+version was built.
+
+A mart's check is skipped (passed, saying since which version) only when all of these hold: the
+run started a build of its own, not forced, after a successful build; the code and contracts
+are those of that build (``build_inputs.py``); that build's version is still current and its
+file is on disk; and the mart's rows (the contract's columns) have the fingerprint of the
+published table. Anything else runs the whole check. ``findata contracts check`` always checks
+every row of every mart.
+
+Sound because no contract rule can turn on rows that did not change: the rules that read the
+day bound dates from above (``max: today``, and days only pass), and the row-count rule compares
+with the current version, whose count these rows have.
+"""
+
+from __future__ import annotations
+
+import duckdb
+
+from findata.contracts.datasets import DatasetContract
+from findata.control_plane.database import engine_for
+from findata.orchestration.build_inputs import build_before, code_fingerprint
+from findata.orchestration.publish import table_fingerprint
+from findata.published import current_version
+from findata.settings import Settings
+
+
+def unchanged_since(
+    settings: Settings, warehouse: duckdb.DuckDBPyConnection, contract: DatasetContract, run_id: str
+) -> str | None:
+    """The current version's label when mart ``contract.name`` in ``warehouse`` holds exactly
+    its rows and was built by the same code and contracts; None when it must be checked."""
+    before = build_before(settings, run_id)
+    if before is None or before.code != code_fingerprint()[0]:
+        return None
+    with engine_for(settings.control_plane_url).connect() as connection:
+        current = current_version(connection)
+    if current is None or current.label != before.version:
+        return None
+    published = settings.published_dir / current.file_name
+    if not published.exists():
+        return None
+    with duckdb.connect(str(published), read_only=True) as served:
+        served_print = table_fingerprint(served, "main", contract)
+    return (
+        current.label if table_fingerprint(warehouse, "marts", contract) == served_print else None
+    )
