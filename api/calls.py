@@ -82,7 +82,7 @@ class EndpointCall:
         spec = self.contract.fields
         asked = self.params.get("fields")
         if not asked:
-            return [*spec.identity, *spec.selectable]
+            return spec.by_default
         unknown = [name for name in asked if name not in spec.selectable]
         chosen = [name for name in spec.selectable if name in asked]
         quoted = ", ".join(f"'{name}'" for name in unknown)

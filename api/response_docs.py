@@ -136,7 +136,7 @@ def body_schema(contract: EndpointContract) -> Schema:
 
 def row_schema(contract: EndpointContract) -> Schema:
     """One row: the identity and selectable fields, typed where a dataset names them."""
-    names = [*contract.fields.identity, *contract.fields.selectable]
+    names = contract.fields.by_default
     properties = {}
     for name in names:
         duck, nullable = field_type(name, contract)

@@ -28,7 +28,7 @@ from findata.contracts.endpoints import load_endpoint_contract
 
 #: the contract's identity fields, then the selectable ones, in its order (findata's default)
 _CONTRACT = load_endpoint_contract("prices")
-NAMES = (*_CONTRACT.fields.identity, *_CONTRACT.fields.selectable)
+NAMES = tuple(_CONTRACT.fields.by_default)
 FIELDS = ", ".join(f'"{name}"' for name in NAMES)
 DEFAULT_LIMIT, MAX_LIMIT = 1000, 5000
 

@@ -91,6 +91,11 @@ class Fields(_Strict):
         default_factory=list, description="Identity fields an answer without a key omits."
     )
 
+    @property
+    def by_default(self) -> list[str]:
+        """The fields of a row when ``fields`` is not sent: identity, then every selectable."""
+        return [*self.identity, *self.selectable]
+
 
 JsonKind = Literal["string", "string_or_null", "integer", "boolean", "object", "strings"]
 

@@ -100,16 +100,11 @@ def _answered_from_memory(call: EndpointCall, shape: Shape) -> bool:
     store's copy of each security's rows, when the store is on."""
     return (
         call.row_store.enabled
-        and shape.fields == _every_field(call)
+        and list(shape.fields) == call.contract.fields.by_default
         and not shape.split_adjusted
         and shape.interval is None
         and [term.column for term in call.contract.order] == ["entity_id", "date"]
     )
-
-
-def _every_field(call: EndpointCall) -> tuple[str, ...]:
-    spec = call.contract.fields
-    return (*spec.identity, *spec.selectable)
 
 
 def _page_from_memory(
@@ -140,7 +135,7 @@ def _page_from_memory(
 
 def _security_history(call: EndpointCall, entity_id: int) -> list[dict[str, Any]]:
     """Every row of one security, every field, in date order (what the row store keeps)."""
-    shape = Shape(_every_field(call), 1, False, None, False, False)
+    shape = Shape(tuple(call.contract.fields.by_default), 1, False, None, False, False)
     sql = _unpaged_sql(shape, tuple(call.contract.order))
     return fetch_dicts_of_sql(call.data, sql, {"entity_0": entity_id})
 

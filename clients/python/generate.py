@@ -208,7 +208,7 @@ def _endpoint_table() -> str:
     out = ["\n\n#: every endpoint, by contract name", "ENDPOINTS: dict[str, EndpointInfo] = {"]
     for name in endpoint_names():
         contract = load_endpoint_contract(name)
-        fields = [*contract.fields.identity, *contract.fields.selectable]
+        fields = contract.fields.by_default
         typed = []
         for field in fields:
             duck, nullable = field_type(field, contract)
