@@ -9,10 +9,9 @@ from collections.abc import Iterator
 
 import dagster as dg
 
-from findata.control_plane.database import engine_for
 from findata.orchestration.build_inputs import build_inputs, last_built, start_build
 from findata.orchestration.raw import forget_landing_fingerprints
-from findata.published import current_version
+from findata.published import current_version_at
 from findata.settings import get_settings
 
 BUILD_INPUTS = dg.AssetKey("build_inputs")
@@ -38,8 +37,7 @@ def build_inputs_gate(
     settings = get_settings()
     inputs = build_inputs(settings)
     built = last_built(settings)
-    with engine_for(settings.control_plane_url).connect() as connection:
-        current = current_version(connection)
+    current = current_version_at(settings.control_plane_url)
     unchanged = (
         not config.force
         and built is not None

@@ -5,11 +5,10 @@ import duckdb
 
 from findata.clock import get_clock, utc_today
 from findata.contracts.datasets import DatasetContract
-from findata.control_plane.database import engine_for
 from findata.orchestration.checks.unchanged import unchanged_since
 from findata.orchestration.checks.warehouse import check_mart
 from findata.orchestration.publish import contracts_published
-from findata.published import current_version
+from findata.published import current_version_at
 from findata.settings import get_settings
 
 
@@ -20,9 +19,7 @@ def mart_asset_key(dataset: str) -> dg.AssetKey:
 
 def previous_row_counts() -> dict[str, int]:
     """Rows per dataset in the current published version (empty before the first)."""
-    engine = engine_for(get_settings().control_plane_url)
-    with engine.connect() as connection:
-        current = current_version(connection)
+    current = current_version_at(get_settings().control_plane_url)
     return dict(current.row_counts) if current is not None else {}
 
 

@@ -9,13 +9,12 @@ from collections.abc import Iterator
 import dagster as dg
 
 from findata.clock import get_clock
-from findata.control_plane.database import engine_for
 from findata.orchestration.assets.checks import mart_asset_key
 from findata.orchestration.build_inputs import finish_build
 from findata.orchestration.publish import contracts_published, publish
 from findata.orchestration.retention import remove_superseded_versions
-from findata.published import current_version
-from findata.settings import Settings, get_settings
+from findata.published import current_version_at
+from findata.settings import get_settings
 
 PUBLISHED_VERSION = dg.AssetKey("published_version")
 CHANGE_RECORDS = dg.AssetKey("change_records")
@@ -54,7 +53,10 @@ def publish_version(context: dg.AssetExecutionContext) -> Iterator[dg.Materializ
     retention = remove_superseded_versions(settings, clock.now())
     if retention.removed:
         context.log.info(f"removed versions replaced long enough ago: {retention.removed}")
-    current = result.version or _current_label(settings)
+    current = result.version
+    if current is None:  # nothing new published: the version current before stays so
+        row = current_version_at(settings.control_plane_url)
+        current = None if row is None else row.label
     if current is not None:  # a next refresh with nothing new stops at its first step
         finish_build(settings, context.run.run_id, current)
     if result.changed:
@@ -78,9 +80,3 @@ def publish_version(context: dg.AssetExecutionContext) -> Iterator[dg.Materializ
     yield dg.MaterializeResult(
         asset_key=DATA_CHANGED_EVENT, metadata={"event_id": result.event_id or "(none)"}
     )
-
-
-def _current_label(settings: Settings) -> str | None:
-    with engine_for(settings.control_plane_url).connect() as connection:
-        row = current_version(connection)
-    return None if row is None else row.label

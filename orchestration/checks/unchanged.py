@@ -19,10 +19,9 @@ from __future__ import annotations
 import duckdb
 
 from findata.contracts.datasets import DatasetContract
-from findata.control_plane.database import engine_for
 from findata.orchestration.build_inputs import build_before, code_fingerprint
 from findata.orchestration.publish import table_fingerprint
-from findata.published import current_version
+from findata.published import current_version_at
 from findata.settings import Settings
 
 
@@ -34,8 +33,7 @@ def unchanged_since(
     before = build_before(settings, run_id)
     if before is None or before.code != code_fingerprint()[0]:
         return None
-    with engine_for(settings.control_plane_url).connect() as connection:
-        current = current_version(connection)
+    current = current_version_at(settings.control_plane_url)
     if current is None or current.label != before.version:
         return None
     published = settings.published_dir / current.file_name
