@@ -26,6 +26,7 @@ import findata
 import findata.contracts
 import findata.orchestration
 import findata.transforms
+from findata.published import current_version_at
 from findata.settings import Settings
 
 #: the code and contracts a build runs (their files' contents are hashed)
@@ -62,6 +63,16 @@ def build_inputs(settings: Settings) -> BuildInputs:
     digest = hashlib.sha256(code_digest.encode())
     digest.update(files_fingerprint(settings.landing_dir, landing).encode())
     return BuildInputs(digest.hexdigest(), len(landing), code_files, code_digest)
+
+
+def nothing_changed_since(settings: Settings, inputs: BuildInputs) -> str | None:
+    """The current version's label when ``inputs`` are those it was built from (and its
+    warehouse is still there): a build would make it again. None when a build is needed."""
+    built = last_built(settings)
+    if built is None or built.fingerprint != inputs.fingerprint:
+        return None
+    current = current_version_at(settings.control_plane_url)
+    return current.label if current is not None and built.version == current.label else None
 
 
 def files_fingerprint(root: Path, files: list[Path]) -> str:

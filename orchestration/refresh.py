@@ -17,7 +17,8 @@ DAGSTER_YAML = Path(__file__).parent / "dagster.yaml"
 class RefreshOutcome:
     """How a refresh ended: its run, whether it succeeded, and what it published."""
 
-    run_id: str
+    #: None when no run was started (nothing changed: ``unchanged_since`` says since when)
+    run_id: str | None
     success: bool
     version: str | None
     records: int
@@ -27,6 +28,8 @@ class RefreshOutcome:
     unchanged_since: str | None = None
     #: marts whose contract check was not run again: their rows are the current version's
     unchanged_marts: list[str] = field(default_factory=list)
+    #: marts checked on the rows they changed alone: how many rows each check read
+    changed_rows_checked: dict[str, int] = field(default_factory=dict)
 
 
 def prepare_dagster_home(settings: Settings) -> Path:
@@ -39,9 +42,22 @@ def prepare_dagster_home(settings: Settings) -> Path:
     return home
 
 
-def run_refresh(settings: Settings, *, force: bool = False) -> RefreshOutcome:
+def run_refresh(
+    settings: Settings, *, force: bool = False, run_when_unchanged: bool = False
+) -> RefreshOutcome:
     """Run the ``refresh`` job once on what is in landing (``force``: build even when nothing
-    changed since the current version was built)."""
+    changed since the current version was built).
+
+    When nothing a build reads changed, no run starts (the job's first step would stop it; the
+    Dagster definitions alone take seconds to load): the outcome says since which version.
+    ``run_when_unchanged`` starts the run all the same, as the schedule and the UI do.
+    """
+    if not (force or run_when_unchanged):
+        from findata.orchestration.build_inputs import build_inputs, nothing_changed_since
+
+        since = nothing_changed_since(settings, build_inputs(settings))
+        if since is not None:
+            return RefreshOutcome(None, True, None, 0, [], unchanged_since=since)
     prepare_dagster_home(settings)
     import dagster as dg
 
@@ -77,6 +93,11 @@ def run_refresh(settings: Settings, *, force: bool = False) -> RefreshOutcome:
         unchanged_marts = sorted(
             c.asset_key.path[-1] for c in evaluations if "unchanged_since" in c.metadata
         )
+        changed_rows_checked = {
+            c.asset_key.path[-1]: int(c.metadata["changed_rows"].value)
+            for c in evaluations
+            if "changed_rows" in c.metadata
+        }
         failed = [
             f"{c.asset_key.to_user_string()}:{c.check_name}" for c in evaluations if not c.passed
         ]
@@ -88,4 +109,5 @@ def run_refresh(settings: Settings, *, force: bool = False) -> RefreshOutcome:
             failed,
             unchanged_since,
             unchanged_marts,
+            changed_rows_checked,
         )

@@ -9,9 +9,9 @@ from collections.abc import Iterator
 
 import dagster as dg
 
-from findata.orchestration.build_inputs import build_inputs, last_built, start_build
+from findata.orchestration.build_inputs import build_inputs, nothing_changed_since, start_build
+from findata.orchestration.dbt_scope import forget_dbt_build
 from findata.orchestration.raw import forget_landing_fingerprints
-from findata.published import current_version_at
 from findata.settings import get_settings
 
 BUILD_INPUTS = dg.AssetKey("build_inputs")
@@ -36,30 +36,23 @@ def build_inputs_gate(
     """Go on (and record what this build starts from) unless nothing changed."""
     settings = get_settings()
     inputs = build_inputs(settings)
-    built = last_built(settings)
-    current = current_version_at(settings.control_plane_url)
-    unchanged = (
-        not config.force
-        and built is not None
-        and current is not None
-        and built.fingerprint == inputs.fingerprint
-        and built.version == current.label
-    )
-    if unchanged:
+    unchanged = None if config.force else nothing_changed_since(settings, inputs)
+    if unchanged is not None:
         context.log.info(
-            f"nothing changed since {current.label} was built (landing: {inputs.landing_files} "
+            f"nothing changed since {unchanged} was built (landing: {inputs.landing_files} "
             f"files, code and contracts: {inputs.code_files} files, as then): nothing runs"
         )
         context.log_event(
             dg.AssetObservation(
                 asset_key=BUILD_INPUTS,
-                metadata={"unchanged_since": current.label, "fingerprint": inputs.fingerprint},
+                metadata={"unchanged_since": unchanged, "fingerprint": inputs.fingerprint},
             )
         )
         return
     start_build(settings, inputs, context.run.run_id, forced=config.force)
     if config.force:
         forget_landing_fingerprints(settings.warehouse_path)  # every source is read again
+        forget_dbt_build(settings)  # and every model rebuilt whole
     yield dg.MaterializeResult(
         metadata={
             "fingerprint": inputs.fingerprint,

@@ -5,7 +5,8 @@ import duckdb
 
 from findata.clock import get_clock, utc_today
 from findata.contracts.datasets import DatasetContract
-from findata.orchestration.checks.unchanged import unchanged_since
+from findata.orchestration.checks.results import ContractCheckResult
+from findata.orchestration.checks.unchanged import comparable_version, unchanged_since
 from findata.orchestration.checks.warehouse import check_mart
 from findata.orchestration.publish import contracts_published
 from findata.published import current_version_at
@@ -23,6 +24,14 @@ def previous_row_counts() -> dict[str, int]:
     return dict(current.row_counts) if current is not None else {}
 
 
+def _changed_rows_checked(result: ContractCheckResult) -> dict[str, object]:
+    """How many rows a check of changed rows read, and against which version."""
+    if result.method != "changed":
+        return {}
+    checked = result.validation["meta"]["contract_check"]
+    return {"changed_rows": checked["changed_rows"], "compared_with": checked["compared_with"]}
+
+
 def _contract_check(contract: DatasetContract) -> dg.AssetChecksDefinition:
     @dg.asset_check(
         asset=mart_asset_key(contract.name),
@@ -32,8 +41,9 @@ def _contract_check(contract: DatasetContract) -> dg.AssetChecksDefinition:
     )
     def check(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
         settings = get_settings()
+        comparable = comparable_version(settings, context.run.run_id)
         with duckdb.connect(str(settings.warehouse_path), read_only=True) as con:
-            unchanged = unchanged_since(settings, con, contract, context.run.run_id)
+            unchanged = unchanged_since(con, contract, comparable)
             if unchanged is not None:
                 return dg.AssetCheckResult(
                     passed=True,
@@ -49,12 +59,15 @@ def _contract_check(contract: DatasetContract) -> dg.AssetChecksDefinition:
                 contract,
                 today=utc_today(get_clock()),
                 previous_rows=previous_row_counts().get(contract.name),
+                compared_with=comparable,
             )
         return dg.AssetCheckResult(
             passed=result.success,
             severity=dg.AssetCheckSeverity.ERROR,
             metadata={
                 "rows": result.row_count,
+                "method": result.method,
+                **_changed_rows_checked(result),
                 "failures": dg.MetadataValue.json(
                     [
                         {

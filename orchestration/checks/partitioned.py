@@ -19,7 +19,7 @@ import datetime as dt
 import gc
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import duckdb
 import pandas as pd
@@ -36,13 +36,18 @@ EXACT_RULES = frozenset({"key", "not_null", "row_count_min_ratio"})
 """Contract rules checked on every row even when the rest is sampled."""
 
 
+#: which rows a slice's frame holds: every row, a sample, or those a build changed (and every
+#: row sharing a key with one: ``changed_rows.py``)
+Rows = Literal["all", "sample", "changed"]
+
+
 @dataclass(frozen=True)
 class Slice:
-    """One GE validation of a large mart: which columns, all rows or a sample, which checks."""
+    """One GE validation of part of a mart: which columns, which rows, which checks."""
 
     label: str
     columns: tuple[str, ...]
-    sampled: bool
+    rows: Rows
     expectations: tuple[dict[str, Any], ...]
 
 
@@ -65,12 +70,24 @@ def plan_slices(contract: DatasetContract, expectations: list[dict[str, Any]]) -
         slice_columns = key if set(columns) <= set(key) else columns
         exact.setdefault(slice_columns, []).append(expectation)
     slices = [
-        Slice("_".join(columns), columns, False, tuple(items))
+        Slice("_".join(columns), columns, "all", tuple(items))
         for columns, items in exact.items()
         if items
     ]
-    slices.append(Slice("sample", tuple(contract.column_names), True, tuple(sampled)))
+    slices.append(Slice("sample", tuple(contract.column_names), "sample", tuple(sampled)))
     return slices
+
+
+def validate_slice(
+    frame: pd.DataFrame, contract: DatasetContract, part: Slice, run_time: dt.datetime
+) -> dict[str, Any]:
+    """GE's validation result (JSON) of ``part``'s expectations on ``frame``."""
+    gx = import_gx()
+    suite = gx.ExpectationSuite(
+        name=f"{contract.name}.{part.label}",
+        expectations=[{k: v for k, v in e.items() if k != "id"} for e in part.expectations],
+    )
+    return validate_frame(frame, suite, run_time=run_time)
 
 
 def signature(config: dict[str, Any]) -> str:
@@ -87,11 +104,11 @@ def merge_validations(
     results = []
     for part, validation in parts:
         for item in validation["results"]:
-            item["meta"] = {**(item.get("meta") or {}), "rows": "sample" if part.sampled else "all"}
+            item["meta"] = {**(item.get("meta") or {}), "rows": part.rows}
             results.append(item)
     results.sort(key=lambda r: order.get(signature(r["expectation_config"]), len(order)))
     passed = sum(1 for r in results if r["success"])
-    base = next((v for p, v in parts if p.sampled), parts[0][1])
+    base = next((v for p, v in parts if p.rows != "all"), parts[0][1])
     return {
         **base,
         "success": passed == len(results),
@@ -119,7 +136,6 @@ def check_partitioned(
     seed: int,
 ) -> ContractCheckResult:
     """Check ``<schema>.<contract.name>``: key/null/count rules on every row, the rest sampled."""
-    gx = import_gx()
     relation = f"{quote(schema)}.{quote(contract.name)}"
     existing = {
         name
@@ -135,7 +151,7 @@ def check_partitioned(
     parts = []
     sampled_rows = 0
     for part in plan_slices(contract, suite["expectations"]):
-        if part.sampled:
+        if part.rows == "sample":
             frame = read_frame(
                 con,
                 f"select * from {relation} "
@@ -146,11 +162,7 @@ def check_partitioned(
             frame = read_frame(con, f"select {', '.join(columns)} from {relation}")
         else:  # the slice's columns are all missing: GE reports each expectation's error
             frame = pd.DataFrame(index=pd.RangeIndex(row_count))
-        part_suite = gx.ExpectationSuite(
-            name=f"{contract.name}.{part.label}",
-            expectations=[{k: v for k, v in e.items() if k != "id"} for e in part.expectations],
-        )
-        parts.append((part, validate_frame(frame, part_suite, run_time=run_time)))
+        parts.append((part, validate_slice(frame, contract, part, run_time)))
         del frame
         gc.collect()  # GE's context keeps the frame in reference cycles: free it before the next
     info = {

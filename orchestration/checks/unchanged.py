@@ -16,6 +16,8 @@ with the current version, whose count these rows have.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import duckdb
 
 from findata.contracts.datasets import DatasetContract
@@ -25,11 +27,10 @@ from findata.published import current_version_at
 from findata.settings import Settings
 
 
-def unchanged_since(
-    settings: Settings, warehouse: duckdb.DuckDBPyConnection, contract: DatasetContract, run_id: str
-) -> str | None:
-    """The current version's label when mart ``contract.name`` in ``warehouse`` holds exactly
-    its rows and was built by the same code and contracts; None when it must be checked."""
+def comparable_version(settings: Settings, run_id: str) -> tuple[str, Path] | None:
+    """The current version (label, file) when run ``run_id``'s marts can be compared with it:
+    the run started a build of its own, not forced, after a successful build made by the same
+    code and contracts, whose version is still current and on disk. None otherwise."""
     before = build_before(settings, run_id)
     if before is None or before.code != code_fingerprint()[0]:
         return None
@@ -37,10 +38,19 @@ def unchanged_since(
     if current is None or current.label != before.version:
         return None
     published = settings.published_dir / current.file_name
-    if not published.exists():
+    return (current.label, published) if published.exists() else None
+
+
+def unchanged_since(
+    warehouse: duckdb.DuckDBPyConnection,
+    contract: DatasetContract,
+    comparable: tuple[str, Path] | None,
+) -> str | None:
+    """The label of the ``comparable`` version (``comparable_version``) when mart
+    ``contract.name`` in ``warehouse`` holds exactly its rows; None when it must be checked."""
+    if comparable is None:
         return None
+    label, published = comparable
     with duckdb.connect(str(published), read_only=True) as served:
         served_print = table_fingerprint(served, "main", contract)
-    return (
-        current.label if table_fingerprint(warehouse, "marts", contract) == served_print else None
-    )
+    return label if table_fingerprint(warehouse, "marts", contract) == served_print else None

@@ -9,6 +9,7 @@ from pathlib import Path
 import duckdb
 
 from findata.contracts.datasets import DatasetContract, dataset_names, load_dataset_contract
+from findata.orchestration.checks.changed_rows import check_changed_rows
 from findata.orchestration.checks.frames import quote, read_frame
 from findata.orchestration.checks.partitioned import check_partitioned
 from findata.orchestration.checks.results import ContractCheckResult, ContractFailure
@@ -55,10 +56,13 @@ def check_mart(
     *,
     today: dt.date,
     previous_rows: int | None,
+    compared_with: tuple[str, Path] | None = None,
     full_check_max_rows: int = FULL_CHECK_MAX_ROWS,
     sample_rows: int = SAMPLE_ROWS,
 ) -> ContractCheckResult:
-    """Check ``<schema>.<contract.name>``: whole if small enough, else exact slices + sample."""
+    """Check ``<schema>.<contract.name>``: whole if small enough, else exact slices + sample;
+    where it differs from a published version (``compared_with``: its label and file) when
+    given and the mart has the contract's columns (``changed_rows.py``)."""
     relation = f"{quote(schema)}.{quote(contract.name)}"
     catalogue = con.execute(
         "select column_name, data_type from information_schema.columns "
@@ -66,7 +70,12 @@ def check_mart(
         [schema, contract.name],
     ).fetchall()
     ((row_count,),) = con.execute(f"select count(*) from {relation}").fetchall()
-    if row_count <= full_check_max_rows:
+    if compared_with is not None and [c for c, _ in catalogue] == contract.column_names:
+        label, published = compared_with
+        result = check_changed_rows(
+            con, schema, contract, published, label, today=today, previous_rows=previous_rows
+        )
+    elif row_count <= full_check_max_rows:
         result = check_dataset(
             read_frame(con, f"select * from {relation}"),
             contract,

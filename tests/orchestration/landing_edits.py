@@ -1,15 +1,69 @@
 """Landing edits the refresh tests make: one more trading day of prices (the demo's own
-``advance``), a restating filing."""
+``advance``), a restating filing, a split landing for an earlier date, a restated bar."""
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
 import json
 from pathlib import Path
 
 from findata.orchestration.demo.advance import add_price_day, next_session
 
-__all__ = ["add_price_day", "next_session", "restate_latest_annual_revenue"]
+__all__ = [
+    "add_price_day",
+    "add_split_mid_history",
+    "next_session",
+    "restate_bar_and_remove_the_next",
+    "restate_latest_annual_revenue",
+]
+
+
+def _bars(landing: Path, entity_id: int) -> list[tuple[Path, int, dict[str, str]]]:
+    """The security's bars in landing: file, line index, row; in date order."""
+    found = []
+    for path in sorted((landing / "prices").glob("*.csv")):
+        with path.open(newline="") as handle:
+            for index, row in enumerate(csv.DictReader(handle)):
+                if row["entity_id"] == str(entity_id):
+                    found.append((path, index, row))
+    return sorted(found, key=lambda bar: bar[2]["date"])
+
+
+def add_split_mid_history(landing: Path, entity_id: int, ratio: float = 2.0) -> dt.date:
+    """A split of the security on the date of its middle bar, landed late in a corporate-actions
+    file of its own (as a correction arrives); returns the ex-date."""
+    bars = _bars(landing, entity_id)
+    row = bars[len(bars) // 2][2]
+    path = landing / "corporate_actions" / "corporate_actions_correction.csv"
+    with path.open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(
+            ["entity_id", "ticker", "action", "ex_date", "announced", "ratio", "amount"]
+        )
+        writer.writerow([entity_id, row["ticker"], "split", row["date"], row["date"], ratio, ""])
+    return dt.date.fromisoformat(row["date"])
+
+
+def restate_bar_and_remove_the_next(landing: Path, entity_id: int) -> tuple[dt.date, dt.date]:
+    """Restate the close of a bar a third into the security's history (halfway to its high or
+    low) and remove the bar after it; returns both dates."""
+    bars = _bars(landing, entity_id)
+    at = len(bars) // 3
+    (path, index, row), (next_path, next_index, next_row) = bars[at], bars[at + 1]
+    close, high, low = float(row["close"]), float(row["high"]), float(row["low"])
+    restated = round((close + high) / 2 if high - close > 0.02 else (close + low) / 2, 2)
+    edits = {(path, index): {**row, "close": str(restated)}, (next_path, next_index): None}
+    for edited in {path, next_path}:
+        with edited.open(newline="") as handle:
+            reader = csv.DictReader(handle)
+            fields, rows = reader.fieldnames, list(reader)
+        kept = [edits.get((edited, i), r) for i, r in enumerate(rows)]
+        with edited.open("w", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=fields or [])
+            writer.writeheader()
+            writer.writerows(r for r in kept if r is not None)
+    return dt.date.fromisoformat(row["date"]), dt.date.fromisoformat(next_row["date"])
 
 
 def restate_latest_annual_revenue(landing: Path, cik: str, filed: dt.date) -> tuple[str, str]:

@@ -9,8 +9,10 @@ from __future__ import annotations
 import datetime as dt
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,10 +30,13 @@ from findata.orchestration.publish import FAULT_AFTER_VERSION_FILE, FAULT_ENV
 from findata.orchestration.published_diff import published_differences
 from findata.orchestration.readers.security_master import read_security_master
 from findata.orchestration.refresh import RefreshOutcome, run_refresh
+from findata.published import current_version_at
 from findata.settings import Settings, get_settings
 from tests.orchestration.landing_edits import (
     add_price_day,
+    add_split_mid_history,
     next_session,
+    restate_bar_and_remove_the_next,
     restate_latest_annual_revenue,
 )
 
@@ -75,6 +80,31 @@ def _snapshot(settings: Settings) -> Snapshot:
         return Snapshot(rows(schema.versions), rows(schema.change_records), rows(schema.events))
 
 
+def _kill_refresh_when_dbt_logs(settings: Settings, marker: bytes) -> bool:
+    """Start ``findata refresh`` in a process group of its own and SIGKILL the group as soon as
+    dbt's log shows ``marker``; True when it was killed (False: it ended first)."""
+    log = settings.dbt_target_dir / "build" / "dbt.log"
+    offset = log.stat().st_size if log.exists() else 0
+    refresh = subprocess.Popen(
+        [str(Path(sys.executable).parent / "findata"), "refresh"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 600
+    while refresh.poll() is None and time.monotonic() < deadline:
+        if log.exists():
+            with log.open("rb") as handle:
+                handle.seek(offset)
+                if marker in handle.read():
+                    os.killpg(refresh.pid, signal.SIGKILL)
+                    refresh.wait()
+                    return True
+        time.sleep(0.01)
+    refresh.wait(timeout=600)
+    return False
+
+
 @pytest.fixture(scope="module")
 def steps(two_week_old_demo: PublishedDemo, tmp_path_factory: pytest.TempPathFactory) -> Steps:
     # a copy of the demo that ends two weeks ago, so that the trading days the steps add are not
@@ -89,14 +119,17 @@ def steps(two_week_old_demo: PublishedDemo, tmp_path_factory: pytest.TempPathFac
         settings = get_settings()
         landing = settings.landing_dir
 
-        def step(name: str, *, force: bool = False) -> None:
-            result.outcomes[name] = run_refresh(settings, force=force)
+        def step(name: str, *, force: bool = False, run_when_unchanged: bool = False) -> None:
+            result.outcomes[name] = run_refresh(
+                settings, force=force, run_when_unchanged=run_when_unchanged
+            )
             result.snapshots[name] = _snapshot(settings)
             result.facts[f"record_after_{name}"] = last_built(settings)
 
         result.outcomes["first"] = two_week_old_demo.first
         result.snapshots["first"] = _snapshot(settings)
-        step("unchanged")  # stops at its first step: nothing a build reads changed
+        step("unchanged")  # starts no run: nothing a build reads changed
+        step("unchanged_run", run_when_unchanged=True)  # the run stops at its first step
         step("forced", force=True)  # builds all the same, and finds nothing to publish
 
         as_of = dt.date.fromisoformat(scenarios["as_of"])
@@ -115,6 +148,28 @@ def steps(two_week_old_demo: PublishedDemo, tmp_path_factory: pytest.TempPathFac
             issuer=int(row["issuer_entity_id"]), period_end=period_end, accession=accession
         )
         step("restated")
+
+        # the prices mart is incremental: a split landed late for an earlier date re-adjusts
+        # every bar of that security before it; a restated bar (and the next one removed)
+        # rebuilds that security from the restated date on
+        split_entity = scenarios["plain"]["entity_id"]
+        result.facts.update(
+            split_entity=split_entity, split_day=add_split_mid_history(landing, split_entity)
+        )
+        step("split_added")
+        restated_entity = scenarios["share_classes"]["security_entity_ids"][0]
+        result.facts.update(
+            restated_entity=restated_entity,
+            restated_days=restate_bar_and_remove_the_next(landing, restated_entity),
+        )
+        # first killed (SIGKILL to its process group) while dbt rebuilds the prices mart
+        # incrementally, just as its pre-hook deletes the bars to rebuild; then run again
+        result.facts["killed_in_dbt"] = _kill_refresh_when_dbt_logs(
+            settings, b"using prices_rebuild_scope"
+        )
+        result.facts["current_after_kill"] = current_version_at(settings.control_plane_url)
+        result.snapshots["killed_in_dbt"] = _snapshot(settings)
+        step("bar_restated")
 
         # the same landing built from nothing in a home of its own: what the refreshes after
         # each change published must be exactly what a full rebuild publishes
@@ -183,7 +238,7 @@ def test_first_refresh_publishes_a_version_with_records_and_one_event(steps: Ste
 
 
 def test_unchanged_landing_publishes_nothing(steps: Steps) -> None:
-    for step in ("unchanged", "forced"):
+    for step in ("unchanged", "unchanged_run", "forced"):
         outcome = steps.outcomes[step]
         assert outcome.success and outcome.version is None
         assert steps.new_records(step, "first") == []
@@ -194,12 +249,18 @@ def test_unchanged_landing_publishes_nothing(steps: Steps) -> None:
 def test_a_refresh_with_nothing_new_stops_before_any_work_and_says_so(steps: Steps) -> None:
     first = steps.outcomes["first"].version
     assert steps.outcomes["unchanged"].unchanged_since == first
+    assert steps.outcomes["unchanged"].run_id is None
     assert steps.facts["record_after_unchanged"].version == first
+    # the same through Dagster (as the schedule and the UI run it): its first step says so
+    assert steps.outcomes["unchanged_run"].unchanged_since == first
+    assert steps.outcomes["unchanged_run"].run_id is not None
+    assert steps.facts["record_after_unchanged_run"].version == first
     # forced, it builds (and records the build); every other step built as its landing changed
     assert steps.outcomes["forced"].unchanged_since is None
     assert steps.facts["record_after_forced"].version == first
-    assert all(steps.outcomes[s].unchanged_since is None for s in ("one_day", "restated"))
-    assert steps.facts["record_after_restated"].version == steps.outcomes["restated"].version
+    built = ("one_day", "restated", "split_added", "bar_restated")
+    assert all(steps.outcomes[s].unchanged_since is None for s in built)
+    assert all(steps.facts[f"record_after_{s}"].version == steps.outcomes[s].version for s in built)
     # a failed run leaves no record: the warehouse it changed is built again next time
     assert steps.facts["record_after_high_below_low"] is None
 
@@ -207,11 +268,35 @@ def test_a_refresh_with_nothing_new_stops_before_any_work_and_says_so(steps: Ste
 def test_the_refreshes_publish_exactly_what_a_full_rebuild_of_the_same_landing_does(
     steps: Steps,
 ) -> None:
-    """Two refreshes after changes (raw sources kept, unchanged marts not checked again, the
-    diff skipped for unchanged datasets) against one build from nothing: every table, every
-    row and column."""
-    restated = steps.home / "published" / f"{steps.outcomes['restated'].version}.duckdb"
-    assert published_differences(restated, steps.facts["rebuilt"]) == []
+    """Four refreshes after changes (raw sources kept, dbt models of unchanged sources left,
+    prices rebuilt incrementally, unchanged marts not checked again, the diff skipped for
+    unchanged datasets) against one build from nothing: every table, every row and column."""
+    last = steps.home / "published" / f"{steps.outcomes['bar_restated'].version}.duckdb"
+    assert published_differences(last, steps.facts["rebuilt"]) == []
+
+
+def test_a_split_landed_for_an_earlier_date_re_adjusts_that_security_before_it(
+    steps: Steps,
+) -> None:
+    records = steps.new_records("split_added", "restated")
+    prices = [r for r in records if r["dataset"] == "prices"]
+    assert [int(r["entity"]) for r in prices] == [steps.facts["split_entity"]]
+    version = steps.snapshots["split_added"].versions[-1]["file_name"]
+    with duckdb.connect(str(steps.home / "published" / version), read_only=True) as con:
+        (first,) = con.execute(
+            "SELECT min(date) FROM prices WHERE entity_id = ?", [steps.facts["split_entity"]]
+        ).fetchone()
+    assert (prices[0]["start"], prices[0]["end"]) == (first, steps.facts["split_day"])
+
+
+def test_a_restated_bar_changes_that_security_from_its_date(steps: Steps) -> None:
+    records = steps.new_records("bar_restated", "split_added")
+    prices = [r for r in records if r["dataset"] == "prices"]
+    assert [int(r["entity"]) for r in prices] == [steps.facts["restated_entity"]]
+    restated, removed = steps.facts["restated_days"]
+    # the restated bar, the removed one, and the bar after it (its return reads a new close)
+    assert prices[0]["start"] == restated and prices[0]["end"] > removed
+    assert prices[0]["rows"] == 3
 
 
 def test_the_checks_of_marts_that_did_not_change_are_not_run_again(steps: Steps) -> None:
@@ -225,6 +310,23 @@ def test_the_checks_of_marts_that_did_not_change_are_not_run_again(steps: Steps)
     assert "fundamentals" not in restated and "prices" in restated
     assert steps.outcomes["forced"].unchanged_marts == []
     assert steps.outcomes["future_date"].unchanged_marts == []
+
+
+def test_a_mart_that_changed_is_checked_on_the_rows_it_changed(steps: Steps) -> None:
+    """The day's new bars, not the whole history; a forced build checks every row."""
+    one_day = steps.outcomes["one_day"].changed_rows_checked
+    assert one_day["prices"] == len(steps.facts["gainers"])
+    assert steps.outcomes["forced"].changed_rows_checked == {}
+    # the split security's bars up to its split day (re-adjusted), nothing else
+    version = steps.snapshots["split_added"].versions[-1]["file_name"]
+    with duckdb.connect(str(steps.home / "published" / version), read_only=True) as con:
+        (re_adjusted,) = con.execute(
+            "SELECT count(*) FROM prices WHERE entity_id = ? AND date <= ?",
+            [steps.facts["split_entity"], steps.facts["split_day"]],
+        ).fetchone()
+    assert steps.outcomes["split_added"].changed_rows_checked["prices"] == re_adjusted
+    # after a killed run every row is checked again
+    assert steps.outcomes["bar_restated"].changed_rows_checked == {}
 
 
 def test_one_more_trading_day_changes_exactly_the_securities_that_gained_a_row(
@@ -261,7 +363,7 @@ def test_a_restating_filing_changes_that_issuer_only_and_keeps_the_old_figures(
 @pytest.mark.parametrize("step", ["high_below_low", "future_date"])
 def test_a_bad_landing_file_publishes_nothing(steps: Steps, step: str) -> None:
     assert not steps.outcomes[step].success
-    before = steps.snapshots["restated"]
+    before = steps.snapshots["bar_restated"]
     after = steps.snapshots[step]
     assert (len(after.versions), len(after.records), len(after.events)) == (
         len(before.versions),
@@ -274,9 +376,31 @@ def test_the_future_dated_row_fails_the_prices_contract_check(steps: Steps) -> N
     assert any("prices" in name for name in steps.outcomes["future_date"].failed_checks)
 
 
+def test_a_refresh_killed_in_the_incremental_dbt_step_leaves_the_version_and_reruns(
+    steps: Steps,
+) -> None:
+    """Killed while dbt deleted the prices bars it was about to rebuild: the current version is
+    the one before, nothing was recorded; the next refresh publishes the change, and the
+    sequence's last version equals a full rebuild (test above)."""
+    assert steps.facts["killed_in_dbt"]
+    before, killed = steps.snapshots["split_added"], steps.snapshots["killed_in_dbt"]
+    assert (killed.versions, killed.records, killed.events) == (
+        before.versions,
+        before.records,
+        before.events,
+    )
+    assert steps.facts["current_after_kill"].label == steps.outcomes["split_added"].version
+    assert steps.outcomes["bar_restated"].success
+    assert [
+        int(r["entity"])
+        for r in steps.new_records("bar_restated", "killed_in_dbt")
+        if r["dataset"] == "prices"
+    ] == [steps.facts["restated_entity"]]
+
+
 def test_a_crash_before_the_commit_then_a_rerun_publishes_exactly_once(steps: Steps) -> None:
     assert steps.facts["crash_returncode"] == 99
-    crashed, before = steps.snapshots["crashed"], steps.snapshots["restated"]
+    crashed, before = steps.snapshots["crashed"], steps.snapshots["bar_restated"]
     assert len(crashed.versions) == len(before.versions)  # the crashed version is not current
     assert len(crashed.records) == len(before.records)
     after = steps.snapshots["after_crash"]

@@ -37,7 +37,7 @@ split_indexes as (
         entity_id,
         trade_date,
         split_index
-    from {{ ref('int_prices_adjusted') }}
+    from {{ ref('int_price_split_indexes') }}
 ),
 
 primary_close as (

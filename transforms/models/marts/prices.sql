@@ -1,65 +1,106 @@
 -- Daily bars of every security as traded, with the split-adjusted close (today's share basis),
 -- the day's split ratio and dividend, the total daily return, market value, and the ticker, name
 -- and venue the security had on that date.
+--
+-- Incremental: a build rebuilds, per security, its bars from the first one whose labelled row
+-- (int_prices_labelled) differs from the table's, or all its bars when a split changed (the
+-- adjusted close of every earlier bar divides by the later splits). The pre-hook computes that
+-- scope and deletes those bars; the model appends them again. A daily file adds one bar per
+-- security: each is rebuilt from its new bar on, with the bar before it read for the return.
+-- `--full-refresh` (a forced build, or other code) rebuilds the table whole.
 
-with prices as (
-    select * from {{ ref('int_prices_adjusted') }}
+{{ config(
+    materialized='incremental',
+    incremental_strategy='append',
+    on_schema_change='fail',
+    pre_hook="{{ prices_delete_rebuild_scope() }}",
+) }}
+
+with labelled as (
+    select * from {{ ref('int_prices_labelled') }}
 ),
 
-entities as (
-    select * from {{ ref('int_entities_unioned') }}
-    where entity_grain = 'security'
+{% if is_incremental() %}
+
+-- the pre-hook's temp table: per security to rebuild, the first date rebuilt
+scope as (
+    select * from prices_rebuild_scope
 ),
 
-own_ticker_periods as (
-    select * from {{ ref('int_security_own_ticker_periods') }}
-),
-
-former_names as (
-    select * from {{ ref('int_issuer_former_name_periods') }}
-),
-
-labelled as (
+-- the last bar kept before it: its close is the first rebuilt bar's previous close
+last_kept as (
     select
-        prices.*,
-        coalesce(own_ticker_periods.ticker, prices.source_ticker) as ticker,
-        coalesce(former_names.former_name, entities.name) as entity_name,
-        entities.gics_sector,
-        coalesce(own_ticker_periods.exchange, entities.exchange) as exchange_code
-    from prices
-    inner join entities
-        on prices.entity_id = entities.entity_id
-    left join own_ticker_periods
-        on prices.entity_id = own_ticker_periods.entity_id
-        and prices.trade_date >= own_ticker_periods.valid_from
-        and prices.trade_date <= own_ticker_periods.period_to
-    left join former_names
-        on entities.cik = former_names.cik
-        and prices.trade_date >= former_names.name_from
-        and prices.trade_date <= former_names.name_to
+        scope.entity_id,
+        scope.rebuild_from,
+        max(kept.date) as last_kept_date
+    from scope
+    left join {{ this }} as kept
+        on scope.entity_id = kept.entity_id
+    group by scope.entity_id, scope.rebuild_from
+),
+
+bars as (
+    select
+        labelled.*,
+        last_kept.rebuild_from
+    from labelled
+    inner join last_kept
+        on labelled.entity_id = last_kept.entity_id
+    where labelled.date >= coalesce(last_kept.last_kept_date, last_kept.rebuild_from)
+),
+
+{% else %}
+
+bars as (
+    select
+        *,
+        date '0001-01-01' as rebuild_from
+    from labelled
+),
+
+{% endif %}
+
+adjusted as (
+    select
+        *,
+        coalesce(
+            product(split_ratio) over (
+                partition by entity_id
+                order by date
+                rows between 1 following and unbounded following
+            ),
+            1.0
+        ) as later_split_factor,
+        -- (adj_close + adjusted dividend) / previous adj_close - 1; the later-split factors
+        -- cancel to today's split ratio
+        (close + dividend) * split_ratio / nullif(
+            lag(close) over (partition by entity_id order by date), 0
+        ) - 1 as return_daily
+    from bars
 ),
 
 final as (
     select
-        cast(entity_id as bigint) as entity_id,
-        cast(ticker as varchar) as ticker,
-        cast(entity_name as varchar) as entity_name,
-        cast(gics_sector as varchar) as gics_sector,
-        cast(trade_date as date) as date,
+        entity_id,
+        ticker,
+        entity_name,
+        gics_sector,
+        date,
         cast('trade' as varchar) as price_basis,
-        cast(open as double) as open,
-        cast(high as double) as high,
-        cast(low as double) as low,
-        cast(close as double) as close,
+        open,
+        high,
+        low,
+        close,
         cast(close / later_split_factor as double) as adj_close,
-        cast(volume as bigint) as volume,
-        cast(shares_outstanding as bigint) as shares_outstanding,
+        volume,
+        shares_outstanding,
         cast(return_daily as double) as return_daily,
-        cast(split_ratio as double) as split_ratio,
-        cast(dividend as double) as dividend,
+        split_ratio,
+        dividend,
         cast(close * shares_outstanding as double) as market_cap,
-        cast(exchange_code as varchar) as exchange_code
-    from labelled
+        exchange_code
+    from adjusted
+    where date >= rebuild_from
 )
 
 select * from final

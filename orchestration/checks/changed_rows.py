@@ -1,0 +1,103 @@
+"""Checking what a build changed: the row rules on the changed rows, the table rules whole.
+
+A refresh that rebuilt a mart from a few new bars compares it with the current published version
+(``unchanged.comparable_version``: built by the same code and contracts, from the build before
+this one). The rows it does not hold are the changed rows. The contract is checked as:
+
+- every rule about one row (column list, types, nulls, order, signs, allowed values, dates) on
+  the changed rows, with every row that shares a key with one of them: the key rule on the same
+  frame (a key can only be duplicated by a row that changed, since the version's keys were
+  unique);
+- the row-count rule on the whole table (a frame of its row count, no columns).
+
+Sound for the same reason as ``unchanged.py``: every other row is a row of that version, which
+passed this very contract, and no rule can turn on a row that did not change (the day bound of
+``max: today`` rules only moves later). A forced build, the first one, or one after a failed or
+other-code build checks every row (``warehouse.check_mart``), as ``findata contracts check
+--full`` does.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+
+from findata.clock import get_clock
+from findata.contracts.datasets import DatasetContract
+from findata.orchestration.checks.frames import quote, read_frame
+from findata.orchestration.checks.partitioned import Slice, merge_validations, validate_slice
+from findata.orchestration.checks.results import ContractCheckResult, failures_of
+from findata.orchestration.checks.suite import build_suite
+from findata.orchestration.checks.validate import name_asset
+
+TABLE_RULES = frozenset({"row_count_min_ratio"})
+"""Rules about the whole table, checked on its row count."""
+
+
+def changed_rows_sql(relation: str, served: str, contract: DatasetContract) -> str:
+    """The rows of ``relation`` not in ``served`` (a published table), and every row of
+    ``relation`` sharing a key (nulls equal) with one of them."""
+    columns = ", ".join(quote(c) for c in contract.column_names)
+    same_key = " AND ".join(f"m.{quote(k)} IS NOT DISTINCT FROM c.{quote(k)}" for k in contract.key)
+    return (
+        f"WITH changed AS (SELECT {columns} FROM {relation} "
+        f"EXCEPT ALL SELECT {columns} FROM {served}) "
+        f"SELECT m.* FROM {relation} m WHERE EXISTS (SELECT 1 FROM changed c WHERE {same_key})"
+    )
+
+
+def check_changed_rows(
+    con: duckdb.DuckDBPyConnection,
+    schema: str,
+    contract: DatasetContract,
+    published: Path,
+    label: str,
+    *,
+    today: dt.date,
+    previous_rows: int | None,
+) -> ContractCheckResult:
+    """Check ``<schema>.<contract.name>`` where it differs from version ``label`` (the file
+    ``published``); see the module doc."""
+    relation = f"{quote(schema)}.{quote(contract.name)}"
+    ((row_count,),) = con.execute(f"SELECT count(*) FROM {relation}").fetchall()
+    con.execute(f"ATTACH '{published}' AS served (READ_ONLY)")
+    try:
+        frame = read_frame(
+            con, changed_rows_sql(relation, f"served.main.{quote(contract.name)}", contract)
+        )
+    finally:
+        con.execute("DETACH served")
+    suite = build_suite(contract, today=today, previous_rows=previous_rows).to_json_dict()
+    expectations = suite["expectations"]
+    table = tuple(e for e in expectations if (e.get("meta") or {}).get("rule") in TABLE_RULES)
+    rows = tuple(e for e in expectations if e not in table)
+    run_time = get_clock().now()
+    changed = Slice("changed", tuple(contract.column_names), "changed", rows)
+    parts = [(changed, validate_slice(frame, contract, changed, run_time))]
+    if table:
+        whole = Slice("row_count", (), "all", table)
+        count_only = pd.DataFrame(index=pd.RangeIndex(row_count))
+        parts.append((whole, validate_slice(count_only, contract, whole, run_time)))
+    info = {
+        "method": "changed",
+        "row_count": row_count,
+        "changed_rows": len(frame),
+        "compared_with": label,
+    }
+    validation = name_asset(
+        merge_validations(suite, parts, info),
+        f"{schema}.{contract.name}: the {len(frame):,} rows not in version {label} (with the "
+        f"rows sharing their keys); the row count of all {row_count:,}",
+    )
+    return ContractCheckResult(
+        dataset=contract.name,
+        success=bool(validation["success"]),
+        row_count=row_count,
+        failures=failures_of(validation),
+        validation=validation,
+        suite=suite,
+        method="changed",
+    )

@@ -1,0 +1,125 @@
+"""Which dbt models a build runs (``orchestration/dbt_scope.py``), on the project's own manifest;
+and the dbt resource without its two start-up costs. The builds themselves (a one-day refresh
+rebuilding only what reads prices, equal to a full rebuild) are in ``test_pipeline.py``."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from functools import cached_property
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+from dagster_dbt import DbtCliResource
+
+from findata.orchestration.assets import dbt as dbt_assets_module
+from findata.orchestration.dbt_scope import (
+    forget_dbt_build,
+    plan_dbt_build,
+    raw_fingerprints,
+    record_dbt_build,
+)
+from findata.orchestration.landing import LANDING_SOURCES
+from findata.orchestration.raw import write_raw_tables
+from findata.settings import Settings
+
+SEC_MARTS = {"fundamentals", "insider_transactions", "institutional_holdings", "managers"}
+PRICE_MARTS = {"prices", "metrics", "entities"}
+
+
+@pytest.fixture(scope="module")
+def manifest() -> dict[str, Any]:
+    return json.loads(dbt_assets_module.dbt_project.manifest_path.read_text())
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    """A home whose warehouse kept a fingerprint for every landing source."""
+    settings = Settings(home=tmp_path / "home")
+    for name in LANDING_SOURCES:
+        _land(settings, name, f"{name}-1")
+    return settings
+
+
+def _land(settings: Settings, source: str, fingerprint: str) -> None:
+    frame = pd.DataFrame({"x": [1]})
+    tables = {table: frame for table in LANDING_SOURCES[source].tables}
+    write_raw_tables(settings.warehouse_path, tables, source, fingerprint)
+
+
+def test_no_record_builds_every_model_whole(settings: Settings, manifest: dict) -> None:
+    scope = plan_dbt_build(settings, manifest)
+    assert scope.full_refresh and scope.unchanged_models == ()
+    assert scope.dbt_args() == ["build", "--full-refresh"]
+    assert scope.sources == raw_fingerprints(settings.warehouse_path)
+    assert set(scope.sources) == set(LANDING_SOURCES)
+
+
+def test_a_changed_price_source_rebuilds_what_reads_prices_only(
+    settings: Settings, manifest: dict
+) -> None:
+    record_dbt_build(settings, plan_dbt_build(settings, manifest))
+    _land(settings, "prices", "prices-2")
+    scope = plan_dbt_build(settings, manifest)
+    assert not scope.full_refresh and scope.changed_sources == ("prices",)
+    left = set(scope.unchanged_models)
+    assert left >= SEC_MARTS and not PRICE_MARTS & left
+    assert "stg_market__prices" not in left and "stg_sec__facts" in left
+    assert scope.dbt_args() == ["build", "--exclude", " ".join(scope.unchanged_models)]
+    # once that build succeeded, the next one has nothing to run
+    record_dbt_build(settings, scope)
+    assert plan_dbt_build(settings, manifest).runs_nothing
+
+
+def test_other_code_or_a_forced_build_rebuilds_everything(
+    settings: Settings, manifest: dict, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    record_dbt_build(settings, plan_dbt_build(settings, manifest))
+    _land(settings, "prices", "prices-2")
+    monkeypatch.setattr(
+        "findata.orchestration.dbt_scope.code_fingerprint", lambda: ("other code", 1)
+    )
+    assert plan_dbt_build(settings, manifest).full_refresh
+    monkeypatch.undo()
+    forget_dbt_build(settings)
+    assert plan_dbt_build(settings, manifest).full_refresh
+
+
+def test_the_dbt_resource_starts_no_second_dbt_and_no_adapter(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """dagster-dbt asked ``dbt --version`` (a dbt process, ~2 s) and opened an adapter (~1 s)
+    before every build; the project's resource takes the installed version and opens none.
+    The two hooks it overrides are dagster-dbt's own: this fails if an upgrade renames them."""
+    assert isinstance(DbtCliResource.__dict__.get("_cli_version"), cached_property)
+    assert callable(DbtCliResource.__dict__.get("_initialize_dbt_core_adapter"))
+
+    def no_process(*args: object, **kwargs: object) -> bytes:
+        raise AssertionError(f"a process was started: {args}")
+
+    monkeypatch.setattr("dagster_dbt.core.resource.check_output", no_process)
+    monkeypatch.setattr(subprocess, "check_output", no_process)
+    resource = dbt_assets_module.FindataDbtCliResource(
+        project_dir=dbt_assets_module.dbt_project,
+        dbt_executable=dbt_assets_module.dbt_resource.dbt_executable,
+    )
+    assert str(resource._cli_version) == version("dbt-core")
+    assert resource._initialize_dbt_core_adapter(["build"]) is None
+
+
+def test_a_selection_runs_what_it_selects_and_records_nothing(
+    settings: Settings, manifest: dict
+) -> None:
+    """The UI's "materialize selected": every selected model runs even if its sources did not
+    change, and the record keeps saying what the last whole build read."""
+    record_dbt_build(settings, plan_dbt_build(settings, manifest))
+    recorded = (settings.build_dir / "dbt_built_from.json").read_bytes()
+    _land(settings, "prices", "prices-2")
+    scope = plan_dbt_build(settings, manifest, selection=True)
+    assert not scope.runs_nothing and scope.dbt_args() == ["build"]
+    record_dbt_build(settings, scope)
+    assert (settings.build_dir / "dbt_built_from.json").read_bytes() == recorded
+    assert plan_dbt_build(settings, manifest).changed_sources == ("prices",)
