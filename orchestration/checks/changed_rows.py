@@ -28,10 +28,9 @@ import pandas as pd
 from findata.clock import get_clock
 from findata.contracts.datasets import DatasetContract
 from findata.orchestration.checks.frames import quote, read_frame
-from findata.orchestration.checks.partitioned import Slice, merge_validations, validate_slice
-from findata.orchestration.checks.results import ContractCheckResult, failures_of
+from findata.orchestration.checks.partitioned import Slice, result_of_parts, validate_slice
+from findata.orchestration.checks.results import ContractCheckResult
 from findata.orchestration.checks.suite import build_suite
-from findata.orchestration.checks.validate import name_asset
 
 TABLE_RULES = frozenset({"row_count_min_ratio"})
 """Rules about the whole table, checked on its row count."""
@@ -87,17 +86,11 @@ def check_changed_rows(
         "changed_rows": len(frame),
         "compared_with": label,
     }
-    validation = name_asset(
-        merge_validations(suite, parts, info),
+    return result_of_parts(
+        contract,
+        suite,
+        parts,
+        info,
         f"{schema}.{contract.name}: the {len(frame):,} rows not in version {label} (with the "
         f"rows sharing their keys); the row count of all {row_count:,}",
-    )
-    return ContractCheckResult(
-        dataset=contract.name,
-        success=bool(validation["success"]),
-        row_count=row_count,
-        failures=failures_of(validation),
-        validation=validation,
-        suite=suite,
-        method="changed",
     )

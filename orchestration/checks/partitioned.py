@@ -172,17 +172,32 @@ def check_partitioned(
         "sample_percent": percent,
         "exact_rules": sorted(EXACT_RULES),
     }
-    validation = name_asset(
-        merge_validations(suite, parts, info),
+    return result_of_parts(
+        contract,
+        suite,
+        parts,
+        info,
         f"{schema}.{contract.name}: key, not-null and row-count rules on all {row_count:,} rows, "
         f"the other rules on a sample of {sampled_rows:,} rows",
     )
+
+
+def result_of_parts(
+    contract: DatasetContract,
+    suite: dict[str, Any],
+    parts: list[tuple[Slice, dict[str, Any]]],
+    info: dict[str, Any],
+    checked: str,
+) -> ContractCheckResult:
+    """One check result from the parts' validations; ``info`` (``method`` and ``row_count``
+    included) goes into the result's meta, ``checked`` names what was read in the data docs."""
+    validation = name_asset(merge_validations(suite, parts, info), checked)
     return ContractCheckResult(
         dataset=contract.name,
         success=bool(validation["success"]),
-        row_count=row_count,
+        row_count=int(info["row_count"]),
         failures=failures_of(validation),
         validation=validation,
         suite=suite,
-        method="exact+sample",
+        method=str(info["method"]),
     )

@@ -20,6 +20,7 @@ from findata.orchestration.contract_checks import (
     ContractCheckResult,
     build_suite,
     check_dataset,
+    check_mart,
     run_contract_checks,
     write_data_docs,
 )
@@ -454,3 +455,43 @@ def test_contracts_hold_on_the_small_demo(
     for result in results:
         assert result.dataset in html
         assert (index.parent / "expectations" / f"{result.dataset}.html").exists()
+
+
+def _published_copy(warehouse: Path, published: Path, contract: DatasetContract) -> None:
+    """The mart as a published version holds it (``main.<name>``)."""
+    with duckdb.connect(str(published)) as con:
+        con.execute(f"attach '{warehouse}' as build (read_only)")
+        con.execute(f'create table main."{contract.name}" as select * from build.marts.prices')
+
+
+def test_a_changed_mart_is_checked_on_its_changed_rows(
+    tmp_path: Path, prices: DatasetContract
+) -> None:
+    """Row rules read the rows the version does not hold (and those sharing their keys); a
+    new row repeating an old row's key is a duplicate; the row count is the whole table's."""
+    warehouse, published = tmp_path / "warehouse.duckdb", tmp_path / "version.duckdb"
+    old = as_mart(many_prices(entities=10, days=30), prices)
+    write_mart(warehouse, old, prices)
+    _published_copy(warehouse, published, prices)
+    new_day = old[old["date"] == old["date"].max()].assign(date=dt.date(2020, 2, 1))
+    write_mart(warehouse, pd.concat([old, new_day], ignore_index=True), prices)
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        result = check_mart(
+            con, "marts", prices, today=TODAY, previous_rows=300, compared_with=("v1", published)
+        )
+    assert (result.success, result.method, result.row_count) == (True, "changed", 310)
+    assert result.validation["meta"]["contract_check"]["changed_rows"] == 10
+
+    bad = new_day.assign(high=new_day["low"] - 1)  # high below low, in new rows only
+    repeated = old.iloc[[0]].assign(close=old["close"].iloc[0] + 1)  # an old key again
+    write_mart(warehouse, pd.concat([old, bad, repeated], ignore_index=True), prices)
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        result = check_mart(
+            con, "marts", prices, today=TODAY, previous_rows=1000, compared_with=("v1", published)
+        )
+    assert result.validation["meta"]["contract_check"]["changed_rows"] == 12
+    assert {
+        ("expect_column_pair_values_a_to_be_greater_than_b", ("high", "low")),
+        ("expect_compound_columns_to_be_unique", ("entity_id", "date")),
+        ("expect_table_row_count_to_be_between", ()),
+    } <= failed(result)
