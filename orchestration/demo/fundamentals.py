@@ -97,13 +97,49 @@ class Period:
         return Period(self.year - 1, self.quarter)
 
 
+@dataclass(frozen=True)
+class XbrlFiling:
+    """What one 10-Q, 10-K or 10-K/A reports, enough to list its facts (``_filing_facts``):
+    ``values`` holds the figures of its periods as they stood when it was filed."""
+
+    values: dict[Period, dict[str, float]]
+    current: Period
+    comparatives: tuple[Period, ...]
+    balance_dates: tuple[tuple[Period, dt.date], ...]
+    accession: str
+    form: str
+    filed: dt.date
+    cover_shares: float | None
+
+    def facts(self) -> list[Fact]:
+        """The filing's facts, without frames."""
+        return _filing_facts(
+            self.values,
+            self.current,
+            list(self.comparatives),
+            list(self.balance_dates),
+            self.accession,
+            self.form,
+            self.filed,
+            self.cover_shares,
+        )
+
+
 @dataclass
 class IssuerFilings:
-    """What one issuer filed: its facts and the index entries of its filings."""
+    """What one issuer filed: its XBRL filings and the index entries of its filings.
 
-    facts: list[Fact] = field(default_factory=list)
+    The facts are listed on demand (``facts``), one issuer at a time: the large demo's millions
+    of facts held at once took gigabytes and slowed every garbage collection."""
+
+    filings: list[XbrlFiling] = field(default_factory=list)
     index: list[FilingIndexEntry] = field(default_factory=list)
     restatement: tuple[dt.date, dt.date, dt.date] | None = None  # (period_end, first, restated)
+
+    @property
+    def facts(self) -> list[Fact]:
+        """Every fact of the issuer's filings in filing order, frames assigned."""
+        return assign_frames([fact for filing in self.filings for fact in filing.facts()])
 
 
 class AccessionCounter:
@@ -295,8 +331,9 @@ def build_issuer_filings(
                 (prior_year_end, prior_year_end.end),
             ]
             cover = None if multi_class else _shares_on(issuer, history, filed)
-            result.facts += _filing_facts(
-                values, period, [period.previous_year()], balance, accession, form, filed, cover
+            comparatives = (period.previous_year(),)
+            result.filings.append(
+                _xbrl_filing(values, period, comparatives, balance, accession, form, filed, cover)
             )
             result.index.append(_index_entry(issuer, accession, filed, period.end, form))
             if quarter is None and year == restated_year:
@@ -304,22 +341,48 @@ def build_issuer_filings(
                 if restated_filed <= as_of:
                     _restate(values, period)
                     amended = accessions.next(issuer.cik, restated_filed)
-                    result.facts += _filing_facts(
-                        values,
-                        period,
-                        [],
-                        [(period, period.end)],
-                        amended,
-                        "10-K/A",
-                        restated_filed,
-                        None,
+                    result.filings.append(
+                        _xbrl_filing(
+                            values,
+                            period,
+                            (),
+                            [(period, period.end)],
+                            amended,
+                            "10-K/A",
+                            restated_filed,
+                            None,
+                        )
                     )
                     result.index.append(
                         _index_entry(issuer, amended, restated_filed, period.end, "10-K/A")
                     )
                     result.restatement = (period.end, filed, restated_filed)
-    result.facts = assign_frames(result.facts)
     return result
+
+
+def _xbrl_filing(
+    values: dict[Period, dict[str, float]],
+    current: Period,
+    comparatives: tuple[Period, ...],
+    balance_dates: list[tuple[Period, dt.date]],
+    accession: str,
+    form: str,
+    filed: dt.date,
+    cover_shares: float | None,
+) -> XbrlFiling:
+    # the figures as they stand now: a later restatement replaces a period's dict in ``values``
+    # (never changes it in place), so the filings made before it keep the original figures
+    periods = {current, *comparatives, *(period for period, _ in balance_dates)}
+    return XbrlFiling(
+        {period: values[period] for period in periods},
+        current,
+        comparatives,
+        tuple(balance_dates),
+        accession,
+        form,
+        filed,
+        cover_shares,
+    )
 
 
 def restated_year_on(as_of: dt.date) -> int:

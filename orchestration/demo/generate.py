@@ -136,9 +136,15 @@ def _submissions(
     )
 
 
-def _write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(data)
+def _write(path: Path, data: bytes, made: set[Path] | None = None) -> None:
+    """Write ``data`` to ``path``, creating its folder; ``made`` remembers the folders already
+    created, so thousands of files in one folder cost one ``mkdir``, not one each."""
+    if made is None or path.parent not in made:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if made is not None:
+            made.add(path.parent)
+    with open(path, "wb") as out:
+        out.write(data)
 
 
 def stage_rng(seed: int, stage: str) -> np.random.Generator:
@@ -245,24 +251,27 @@ def write_demo(demo: Demo, landing_dir: Path, demo_dir: Path) -> DemoResult:
     universe, as_of = demo.market.universe, demo.market.as_of
     files = 0
     sec = landing_dir / "sec"
+    made: set[Path] = set()
     for issuer in universe.issuers:
         issuer_filings = demo.filings[issuer.entity_id]
         _write(
             sec / sec_formats.companyfacts_file_name(issuer.cik),
             sec_formats.companyfacts_json(company_facts(issuer, issuer_filings)),
+            made,
         )
         _write(
             sec / sec_formats.submissions_file_name(issuer.cik),
             sec_formats.submissions_json(_submissions(issuer, issuer_filings, demo.form4s, as_of)),
+            made,
         )
         files += 2
     for form4 in demo.form4s:
-        _write(sec / sec_formats.form4_file_name(form4), sec_formats.form4_xml(form4))
+        _write(sec / sec_formats.form4_file_name(form4), sec_formats.form4_xml(form4), made)
         files += 1
     for filing in demo.thirteen_fs:
         primary, table = sec_formats.form13f_file_names(filing)
-        _write(sec / primary, sec_formats.form13f_primary_doc_xml(filing))
-        _write(sec / table, sec_formats.form13f_information_table_xml(filing))
+        _write(sec / primary, sec_formats.form13f_primary_doc_xml(filing), made)
+        _write(sec / table, sec_formats.form13f_information_table_xml(filing), made)
         files += 2
     files += write_market(demo.market, landing_dir)
     scenarios_path = demo_dir / "scenarios.json"

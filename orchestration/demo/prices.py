@@ -15,6 +15,16 @@ import pandas as pd
 from findata.orchestration.demo.universe import Security, Universe
 
 _TRADING_DAYS = 252
+#: the columns ``_simulate_security`` returns, in the order of ``PriceHistory.prices``
+_BAR_COLUMNS = {
+    "ticker": object,
+    "open": "float64",
+    "high": "float64",
+    "low": "float64",
+    "close": "float64",
+    "volume": "int64",
+    "shares_outstanding": "int64",
+}
 
 
 @dataclass(frozen=True)
@@ -147,7 +157,8 @@ def _simulate_security(
     days: pd.DatetimeIndex,
     market: np.ndarray,
     force_split_at: int | None,
-) -> tuple[pd.DataFrame, list[CorporateAction]]:
+) -> tuple[dict[str, np.ndarray], list[CorporateAction]]:
+    """One security's bars over ``days`` (a column each, ``_BAR_COLUMNS``) and its actions."""
     n = len(days)
     sigma = float(rng.uniform(0.15, 0.55)) / np.sqrt(_TRADING_DAYS)
     beta = float(rng.uniform(0.6, 1.4))
@@ -185,19 +196,15 @@ def _simulate_security(
     shares = np.round(security.shares_outstanding * factor * (0.99**years) / 1000) * 1000
     volume = np.floor(shares * 0.004 * rng.lognormal(0, 0.5, n))
 
-    frame = pd.DataFrame(
-        {
-            "entity_id": security.entity_id,
-            "date": days,
-            "open": open_,
-            "high": high,
-            "low": low,
-            "close": close,
-            "volume": volume.astype("int64"),
-            "shares_outstanding": shares.astype("int64"),
-        }
-    )
-    frame.insert(1, "ticker", _tickers_by_day(security, days))
+    bars = {
+        "ticker": _tickers_by_day(security, days),
+        "open": open_,
+        "high": high,
+        "low": low,
+        "close": close,
+        "volume": volume.astype("int64"),
+        "shares_outstanding": shares.astype("int64"),
+    }
 
     actions = [
         CorporateAction(
@@ -224,7 +231,7 @@ def _simulate_security(
                         amount=round(amount, 2),
                     )
                 )
-    return frame, actions
+    return bars, actions
 
 
 def _tickers_by_day(security: Security, days: pd.DatetimeIndex) -> np.ndarray:
@@ -244,20 +251,42 @@ def simulate_prices(rng: np.random.Generator, universe: Universe) -> PriceHistor
     sessions = universe.sessions
     market = rng.normal(0.0002, 0.01, len(sessions))
     plain = universe.special["plain"]
-    frames: list[pd.DataFrame] = []
-    actions: list[CorporateAction] = []
-    for security in universe.securities:
-        start = sessions.searchsorted(pd.Timestamp(security.listed))
-        stop = (
+    securities = universe.securities
+    spans = [
+        (
+            int(sessions.searchsorted(pd.Timestamp(security.listed))),
             len(sessions)
             if security.delisted is None
-            else sessions.searchsorted(pd.Timestamp(security.delisted), side="right")
+            else int(sessions.searchsorted(pd.Timestamp(security.delisted), side="right")),
         )
+        for security in securities
+    ]
+    # every column allocated once and filled security by security: a frame per security and a
+    # concat of them held the large demo's 15 million rows twice, and cost more than drawing them
+    rows = sum(stop - start for start, stop in spans)
+    columns = {name: np.empty(rows, dtype=dtype) for name, dtype in _BAR_COLUMNS.items()}
+    entity_ids = np.empty(rows, dtype="int64")
+    session_positions = np.empty(rows, dtype="int64")
+    actions: list[CorporateAction] = []
+    row = 0
+    for security, (start, stop) in zip(securities, spans, strict=True):
         days = sessions[start:stop]
         force = len(days) - 180 if security is plain else None
-        frame, security_actions = _simulate_security(rng, security, days, market[start:stop], force)
-        frames.append(frame)
+        bars, security_actions = _simulate_security(rng, security, days, market[start:stop], force)
+        end = row + len(days)
+        entity_ids[row:end] = security.entity_id
+        session_positions[row:end] = np.arange(start, stop)
+        for name, values in bars.items():
+            columns[name][row:end] = values
+        row = end
         actions.extend(security_actions)
-    prices = pd.concat(frames, ignore_index=True)
+    prices = pd.DataFrame(
+        {
+            "entity_id": entity_ids,
+            "ticker": columns.pop("ticker"),
+            "date": sessions[session_positions],
+            **columns,
+        }
+    )
     actions.sort(key=lambda a: (a.ex_date, a.security.entity_id, a.action))
     return PriceHistory(prices=prices, actions=actions)

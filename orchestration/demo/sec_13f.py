@@ -16,6 +16,7 @@ from findata.orchestration.demo.documents import Filing13F, Holding13F
 from findata.orchestration.demo.sec_xml_writer import (
     Element,
     element,
+    escape_text,
     render_document,
     text_element,
 )
@@ -147,35 +148,37 @@ def form13f_primary_doc_xml(filing: Filing13F) -> bytes:
     return render_document('<?xml version="1.0" encoding="UTF-8"?>', root, "  ")
 
 
-def _info_row(filing: Filing13F, holding: Holding13F) -> Element:
-    def tag(name: str) -> str:
-        return f"{_INFO_PREFIX}:{name}"
+def _info_row_lines(filing: Filing13F, holding: Holding13F) -> str:
+    """One ``infoTable`` row as ``render_document`` lays it out at level 1 (four-space indent),
+    written as text directly: building an element tree for each of the large demo's hundreds of
+    thousands of rows cost more than the rest of the table."""
+    p = _INFO_PREFIX
 
-    def text(name: str, value: str) -> Element:
-        return text_element(tag(name), value)
+    def line(depth: int, name: str, value: str) -> str:
+        return f"{'    ' * depth}<{p}:{name}>{escape_text(value)}</{p}:{name}>\n"
 
-    return element(
-        tag("infoTable"),
-        text("nameOfIssuer", holding.name_of_issuer),
-        text("titleOfClass", holding.title_of_class),
-        text("cusip", holding.cusip),
-        text("figi", holding.figi) if holding.figi else None,
-        text("value", str(reported_value(filing, holding.value_usd))),
-        element(
-            tag("shrsOrPrnAmt"),
-            text("sshPrnamt", str(holding.shares)),
-            text("sshPrnamtType", holding.sh_prn),
-        ),
-        text("putCall", holding.put_call) if holding.put_call else None,
-        text("investmentDiscretion", holding.investment_discretion),
-        text("otherManager", holding.other_manager) if holding.other_manager else None,
-        element(
-            tag("votingAuthority"),
-            text("Sole", str(holding.voting_sole)),
-            text("Shared", str(holding.voting_shared)),
-            text("None", str(holding.voting_none)),
-        ),
-    )
+    parts = [
+        f"    <{p}:infoTable>\n",
+        line(2, "nameOfIssuer", holding.name_of_issuer),
+        line(2, "titleOfClass", holding.title_of_class),
+        line(2, "cusip", holding.cusip),
+        line(2, "figi", holding.figi) if holding.figi else "",
+        line(2, "value", str(reported_value(filing, holding.value_usd))),
+        f"        <{p}:shrsOrPrnAmt>\n",
+        line(3, "sshPrnamt", str(holding.shares)),
+        line(3, "sshPrnamtType", holding.sh_prn),
+        f"        </{p}:shrsOrPrnAmt>\n",
+        line(2, "putCall", holding.put_call) if holding.put_call else "",
+        line(2, "investmentDiscretion", holding.investment_discretion),
+        line(2, "otherManager", holding.other_manager) if holding.other_manager else "",
+        f"        <{p}:votingAuthority>\n",
+        line(3, "Sole", str(holding.voting_sole)),
+        line(3, "Shared", str(holding.voting_shared)),
+        line(3, "None", str(holding.voting_none)),
+        f"        </{p}:votingAuthority>\n",
+        f"    </{p}:infoTable>\n",
+    ]
+    return "".join(parts)
 
 
 def form13f_information_table_xml(filing: Filing13F) -> bytes:
@@ -183,9 +186,14 @@ def form13f_information_table_xml(filing: Filing13F) -> bytes:
 
     ``value`` is in thousands of dollars when ``filing.values_in_thousands``, else dollars.
     """
-    root = element(
-        f"{_INFO_PREFIX}:informationTable",
-        *(_info_row(filing, holding) for holding in filing.holdings),
-        attrs={f"xmlns:{_INFO_PREFIX}": INFORMATION_TABLE_NS},
+    # the same bytes render_document gives for the element tree of the rows
+    root = f"{_INFO_PREFIX}:informationTable"
+    text = "".join(
+        [
+            '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n',
+            f'<{root} xmlns:{_INFO_PREFIX}="{escape_text(INFORMATION_TABLE_NS)}">\n',
+            *(_info_row_lines(filing, holding) for holding in filing.holdings),
+            f"</{root}>\n",
+        ]
     )
-    return render_document('<?xml version="1.0" encoding="UTF-8" standalone="yes"?>', root, "    ")
+    return text.encode("utf-8")
