@@ -38,12 +38,17 @@ TABLE_RULES = frozenset({"row_count_min_ratio"})
 
 def changed_rows_sql(relation: str, served: str, contract: DatasetContract) -> str:
     """The rows of ``relation`` not in ``served`` (a published table), and every row of
-    ``relation`` sharing a key (nulls equal) with one of them."""
-    columns = ", ".join(quote(c) for c in contract.column_names)
+    ``relation`` sharing a key (nulls equal) with one of them.
+
+    Rows are compared by key and a 64-bit hash of every column (as the version fingerprints
+    are), not column by column: the set difference of the large demo's 15 M full price rows
+    held ~7 GiB; of keys and hashes, a fraction of that."""
+    key = ", ".join(quote(k) for k in contract.key)
+    row_hash = f"hash({', '.join(quote(c) for c in contract.column_names)})"
     same_key = " AND ".join(f"m.{quote(k)} IS NOT DISTINCT FROM c.{quote(k)}" for k in contract.key)
     return (
-        f"WITH changed AS (SELECT {columns} FROM {relation} "
-        f"EXCEPT ALL SELECT {columns} FROM {served}) "
+        f"WITH changed AS (SELECT {key}, {row_hash} FROM {relation} "
+        f"EXCEPT ALL SELECT {key}, {row_hash} FROM {served}) "
         f"SELECT m.* FROM {relation} m WHERE EXISTS (SELECT 1 FROM changed c WHERE {same_key})"
     )
 
