@@ -426,8 +426,8 @@ def contracts_check(
         ),
     ] = False,
 ) -> None:
-    """Run the data contracts on every row of the build warehouse's marts (a refresh checks
-    only the rows it changed); write Great Expectations' data docs under
+    """Run the data contracts on the whole of every mart of the build warehouse (a refresh
+    checks only the rows it changed); write Great Expectations' data docs under
     $FINDATA_HOME/contracts/data_docs; exit 1 if any contract fails."""
     from findata.orchestration.assets.checks import previous_row_counts
     from findata.orchestration.contract_checks import (
