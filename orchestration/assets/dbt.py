@@ -41,10 +41,12 @@ class FindataTranslator(DagsterDbtTranslator):
 
 
 def dbt_environment() -> None:
-    """Point dbt's profile at this FINDATA_HOME's build warehouse, and its artifacts and logs at
-    the home's build folder (the project folder may be a read-only installed package)."""
+    """Point dbt's profile at this FINDATA_HOME's build warehouse (and its memory limit), and its
+    artifacts and logs at the home's build folder (the project folder may be a read-only
+    installed package)."""
     settings = get_settings()
     os.environ["FINDATA_WAREHOUSE"] = str(settings.warehouse_path)
+    os.environ["FINDATA_BUILD_MEMORY_LIMIT"] = settings.build_memory_limit
     os.environ["DBT_TARGET_PATH"] = str(settings.dbt_target_dir)
     os.environ["DBT_LOG_PATH"] = str(settings.dbt_target_dir / "logs")
     os.environ.setdefault("DBT_SEND_ANONYMOUS_USAGE_STATS", "0")
