@@ -20,14 +20,11 @@ import json
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
-
-import duckdb
 
 from findata.orchestration.build_inputs import code_fingerprint
 from findata.orchestration.landing import LANDING_SOURCES
-from findata.orchestration.raw import FINGERPRINTS, RAW_SCHEMA
+from findata.orchestration.raw import landing_fingerprints
 from findata.settings import Settings
 
 DBT_BUILT_FROM = "dbt_built_from.json"
@@ -65,21 +62,6 @@ class DbtScope:
         return ["build", "--exclude", " ".join(self.unchanged_models)]
 
 
-def raw_fingerprints(warehouse: Path) -> dict[str, str]:
-    """Each landing source's fingerprint as the raw step kept it (empty before any)."""
-    if not warehouse.exists():
-        return {}
-    with duckdb.connect(str(warehouse), read_only=True) as con:
-        kept = con.execute(
-            "SELECT count(*) FROM information_schema.tables WHERE table_schema = ? "
-            "AND table_name = ?",
-            [RAW_SCHEMA, FINGERPRINTS.split(".", 1)[1]],
-        ).fetchone()
-        if not kept or not kept[0]:
-            return {}
-        return dict(con.execute(f"SELECT source, fingerprint FROM {FINGERPRINTS}").fetchall())
-
-
 def plan_dbt_build(
     settings: Settings, manifest: Mapping[str, Any], *, selection: bool = False
 ) -> DbtScope:
@@ -98,7 +80,7 @@ def plan_dbt_build(
 
 
 def _plan_whole_build(settings: Settings, manifest: Mapping[str, Any]) -> DbtScope:
-    sources = raw_fingerprints(settings.warehouse_path)
+    sources = landing_fingerprints(settings.warehouse_path)
     code = code_fingerprint()[0]
     built = _built_from(settings)
     if built is None:

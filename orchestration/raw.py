@@ -55,6 +55,14 @@ def forget_landing_fingerprints(database: Path) -> None:
             con.execute(f"DROP TABLE IF EXISTS {FINGERPRINTS}")
 
 
+def landing_fingerprints(database: Path) -> dict[str, str]:
+    """Each source's fingerprint as kept beside its tables (empty before any was read)."""
+    if not database.exists():
+        return {}
+    with duckdb.connect(str(database), read_only=True) as con:
+        return _kept_fingerprints(con)
+
+
 def unchanged_raw_tables(
     database: Path, source: str, fingerprint: str, tables: tuple[str, ...]
 ) -> dict[str, int] | None:
@@ -63,21 +71,28 @@ def unchanged_raw_tables(
     if not database.exists():
         return None
     with duckdb.connect(str(database), read_only=True) as con:
-        present = {
-            name
-            for (name,) in con.execute(
-                "SELECT table_name FROM information_schema.tables WHERE table_schema = ?",
-                [RAW_SCHEMA],
-            ).fetchall()
-        }
-        if "_landing_fingerprints" not in present or not set(tables) <= present:
-            return None
-        kept = con.execute(
-            f"SELECT fingerprint FROM {FINGERPRINTS} WHERE source = ?", [source]
-        ).fetchall()
-        if kept != [(fingerprint,)]:
+        if (
+            not set(tables) <= _raw_tables(con)
+            or _kept_fingerprints(con).get(source) != fingerprint
+        ):
             return None
         return {
             name: con.execute(f'SELECT count(*) FROM {RAW_SCHEMA}."{name}"').fetchall()[0][0]
             for name in tables
         }
+
+
+def _raw_tables(con: duckdb.DuckDBPyConnection) -> set[str]:
+    return {
+        name
+        for (name,) in con.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = ?",
+            [RAW_SCHEMA],
+        ).fetchall()
+    }
+
+
+def _kept_fingerprints(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
+    if FINGERPRINTS.split(".", 1)[1] not in _raw_tables(con):
+        return {}
+    return dict(con.execute(f"SELECT source, fingerprint FROM {FINGERPRINTS}").fetchall())

@@ -19,11 +19,10 @@ from findata.orchestration.assets import dbt as dbt_assets_module
 from findata.orchestration.dbt_scope import (
     forget_dbt_build,
     plan_dbt_build,
-    raw_fingerprints,
     record_dbt_build,
 )
 from findata.orchestration.landing import LANDING_SOURCES
-from findata.orchestration.raw import write_raw_tables
+from findata.orchestration.raw import landing_fingerprints, write_raw_tables
 from findata.settings import Settings
 
 SEC_MARTS = {"fundamentals", "insider_transactions", "institutional_holdings", "managers"}
@@ -54,7 +53,7 @@ def test_no_record_builds_every_model_whole(settings: Settings, manifest: dict) 
     scope = plan_dbt_build(settings, manifest)
     assert scope.full_refresh and scope.unchanged_models == ()
     assert scope.dbt_args() == ["build", "--full-refresh"]
-    assert scope.sources == raw_fingerprints(settings.warehouse_path)
+    assert scope.sources == landing_fingerprints(settings.warehouse_path)
     assert set(scope.sources) == set(LANDING_SOURCES)
 
 
