@@ -61,9 +61,13 @@ def _predicate(contract: DatasetContract, name: str, since: dt.date | None) -> s
     return recent if name == "recent" else f"({recent}) IS NOT TRUE"
 
 
-def _file(contract: DatasetContract, name: str, rows: int, digest: int | None) -> str:
+def _file(
+    contract: DatasetContract, name: str, rows: int, digest: int | None, total: int | None
+) -> str:
+    """The part's file, named for its content: its rows' count, the XOR and the sum of their
+    hashes (two rows' changes that cancel in one do not in the other), and the columns."""
     columns = ",".join(f"{c.name} {c.type}" for c in contract.columns)
-    content = hashlib.sha256(f"{contract.name}|{name}|{rows}|{digest}|{columns}".encode())
+    content = hashlib.sha256(f"{contract.name}|{name}|{rows}|{digest}|{total}|{columns}".encode())
     return f"{PARTS_DIR}/{contract.name}__{name}__{content.hexdigest()[:24]}.duckdb"
 
 
@@ -84,22 +88,21 @@ def plan_parts(
         else (f"CASE WHEN {_predicate(contract, 'recent', since)} THEN 'recent' ELSE 'history' END")
     )
     found = {
-        name: (rows, digest)
-        for name, rows, digest in con.execute(
-            f"SELECT {part} AS part, count(*), bit_xor(hash(t)) FROM "
+        name: (rows, digest, total)
+        for name, rows, digest, total in con.execute(
+            f"SELECT {part} AS part, count(*), bit_xor(hash(t)), sum(hash(t)::HUGEINT) FROM "
             f"(SELECT {_quoted(contract.column_names)} FROM {source}) t GROUP BY 1"
         ).fetchall()
     }
-    return [
-        Part(
-            contract.name,
-            name,
-            since,
-            *found.get(name, (0, None)),
-            _file(contract, name, *found.get(name, (0, None))),
+    parts = []
+    for name in names:
+        rows, digest, total = found.get(name, (0, None, None))
+        parts.append(
+            Part(
+                contract.name, name, since, rows, digest, _file(contract, name, rows, digest, total)
+            )
         )
-        for name in names
-    ]
+    return parts
 
 
 def table_print(contract: DatasetContract, parts: list[Part]) -> str:
