@@ -10,9 +10,9 @@ Layout of landing (each folder holds files of one format):
 - ``prices/``, ``corporate_actions/``, ``security_master/``, ``index_membership/``: ``*.csv`` in
   the layouts of ``contracts/landing/<folder>.yaml``
 
-A source is read unit by unit (a file, or a 13F folder). With a cache folder, a source's tables
-are kept as Parquet with each row's unit key (the unit's files' names, sizes and modification
-times), so a refresh after one new file parses that file alone.
+A source is read unit by unit (a file, or a 13F folder); each unit has a key (its files' names,
+sizes and modification times) by which ``landing_cache.py`` keeps its parsed rows, so a refresh
+after one new file parses that file alone.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from findata.orchestration.readers.coerce import DATE_DTYPE, typed_frame
+from findata.orchestration.readers.coerce import typed_frame
 from findata.orchestration.readers.corporate_actions import read_corporate_actions
 from findata.orchestration.readers.form4 import Form4Header, read_form4
 from findata.orchestration.readers.form13f import (
@@ -214,7 +214,7 @@ LANDING_SOURCES: dict[str, LandingSource] = {
 }
 
 
-def _unit_key(unit: Path) -> str:
+def unit_key(unit: Path) -> str:
     """A cache key that changes whenever any file of the unit changes."""
     files = sorted(p for p in unit.rglob("*") if p.is_file()) if unit.is_dir() else [unit]
     digest = hashlib.sha256()
@@ -224,83 +224,25 @@ def _unit_key(unit: Path) -> str:
     return f"{unit.name}:{digest.hexdigest()[:24]}"
 
 
-def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
-    # an empty frame still carries the columns and dtypes: keep one when all are empty
+def concat_frames(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """The frames one after the other; an empty frame still carries the columns and dtypes, so
+    one is kept when all are empty."""
     kept = [f for f in frames if not f.empty] or frames[:1]
     return pd.concat(kept, ignore_index=True) if kept else pd.DataFrame()
 
 
-_UNIT = "_landing_unit"
-
-
-def _from_parquet(path: Path) -> pd.DataFrame:
-    """A cached table as the readers typed it: Parquet has no second-resolution timestamps, so
-    naive date columns come back in milliseconds and go back to ``DATE_DTYPE``."""
-    frame = pd.read_parquet(path)
-    for column in frame.columns:
-        if frame[column].dtype == "datetime64[ms]":
-            frame[column] = frame[column].astype(DATE_DTYPE)
-    return frame
-
-
-def _without_unit(frame: pd.DataFrame) -> pd.DataFrame:
-    result = frame.drop(columns=_UNIT, errors="ignore")
-    result.attrs = {}
-    return result
-
-
-def _read_with_cache(source: LandingSource, units: list[Path], cache: Path) -> Tables:
-    """The source's tables, parsing only units not in the cache (one Parquet file per table,
-    each row tagged with the key of the unit it came from)."""
-    keys = {_unit_key(u): u for u in units}
-    paths = {t: cache / f"{t}.parquet" for t in source.tables}
-    cached = (
-        {t: _from_parquet(p) for t, p in paths.items()}
-        if all(p.exists() for p in paths.values())
-        else None
-    )
-    known = set(cached[source.tables[0]].attrs.get("units", [])) if cached else set()
-    if cached is not None and known == set(keys):
-        return {t: _without_unit(f) for t, f in cached.items()}
-    fresh = [(key, source.read_unit(unit)) for key, unit in keys.items() if key not in known]
-    tables: Tables = {}
-    for table in source.tables:
-        parts = [part[table].assign(**{_UNIT: key}) for key, part in fresh]
-        if cached is not None:
-            kept = cached[table]
-            parts.insert(0, kept[kept[_UNIT].isin(keys.keys())])
-        frame = _concat(parts)
-        # keep the units in the order landing lists them, whatever the cache held
-        order = {key: i for i, key in enumerate(keys)}
-        if _UNIT in frame.columns:
-            frame = frame.sort_values(_UNIT, key=lambda c: c.map(order), kind="stable")
-        tables[table] = frame.reset_index(drop=True)
-    cache.mkdir(parents=True, exist_ok=True)
-    for table, frame in tables.items():
-        frame.attrs = {"units": sorted(keys)}
-        staging = paths[table].with_suffix(".tmp")
-        frame.to_parquet(staging, index=False)
-        staging.replace(paths[table])
-    return {t: _without_unit(f) for t, f in tables.items()}
-
-
-def read_source(landing: Path, name: str, cache: Path | None = None) -> Tables:
-    """Every table of source ``name``; a malformed file raises ``MalformedFileError``.
-
-    With ``cache`` (a folder of the pipeline's own), units parsed before are taken from it.
-    """
+def read_source(landing: Path, name: str) -> Tables:
+    """Every table of source ``name``; a malformed file raises ``MalformedFileError``. (The
+    pipeline reads through ``landing_cache.load_source``, which parses only new units.)"""
     source = LANDING_SOURCES[name]
-    units = source.units(landing)
-    if cache is not None:
-        return _read_with_cache(source, units, cache / name)
-    parts = [source.read_unit(unit) for unit in units]
-    return {table: _concat([part[table] for part in parts]) for table in source.tables}
+    parts = [source.read_unit(unit) for unit in source.units(landing)]
+    return {table: concat_frames([part[table] for part in parts]) for table in source.tables}
 
 
-def read_all_landing(landing: Path, cache: Path | None = None) -> LandingTables:
+def read_all_landing(landing: Path) -> LandingTables:
     """Read every landing source."""
     result = LandingTables()
     for name, source in LANDING_SOURCES.items():
         result.files[source.folder] = len(source.files(landing))
-        result.tables.update(read_source(landing, name, cache))
+        result.tables.update(read_source(landing, name))
     return result

@@ -9,6 +9,8 @@ that source's tables as they are.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 
 import duckdb
@@ -26,6 +28,22 @@ def write_raw_tables(
 ) -> dict[str, int]:
     """Replace ``raw.<name>`` with each frame in one transaction, with ``source``'s
     ``fingerprint`` when given; returns rows per table."""
+    with raw_transaction(database, source, fingerprint) as con:
+        for name, frame in tables.items():
+            con.register("frame_to_load", frame)
+            con.execute(
+                f'CREATE OR REPLACE TABLE {RAW_SCHEMA}."{name}" AS SELECT * FROM frame_to_load'
+            )
+            con.unregister("frame_to_load")
+    return {name: len(frame) for name, frame in tables.items()}
+
+
+@contextlib.contextmanager
+def raw_transaction(
+    database: Path, source: str | None = None, fingerprint: str | None = None
+) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A connection to the warehouse in one transaction that replaces raw tables and, when
+    ``source`` is given, records its ``fingerprint`` (or forgets it, for None) as it commits."""
     database.parent.mkdir(parents=True, exist_ok=True)
     with duckdb.connect(str(database)) as con:
         con.execute(f"CREATE SCHEMA IF NOT EXISTS {RAW_SCHEMA}")
@@ -34,18 +52,12 @@ def write_raw_tables(
             "fingerprint VARCHAR NOT NULL)"
         )
         con.execute("BEGIN TRANSACTION")
-        for name, frame in tables.items():
-            con.register("frame_to_load", frame)
-            con.execute(
-                f'CREATE OR REPLACE TABLE {RAW_SCHEMA}."{name}" AS SELECT * FROM frame_to_load'
-            )
-            con.unregister("frame_to_load")
+        yield con
         if source is not None:
             con.execute(f"DELETE FROM {FINGERPRINTS} WHERE source = ?", [source])
             if fingerprint is not None:
                 con.execute(f"INSERT INTO {FINGERPRINTS} VALUES (?, ?)", [source, fingerprint])
         con.execute("COMMIT")
-    return {name: len(frame) for name, frame in tables.items()}
 
 
 def forget_landing_fingerprints(database: Path) -> None:

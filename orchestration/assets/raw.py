@@ -8,8 +8,9 @@ import dagster as dg
 
 from findata.orchestration.assets.build_inputs import BUILD_INPUTS
 from findata.orchestration.build_inputs import code_fingerprint, files_fingerprint
-from findata.orchestration.landing import LANDING_SOURCES, LandingSource, read_source
-from findata.orchestration.raw import RAW_SCHEMA, unchanged_raw_tables, write_raw_tables
+from findata.orchestration.landing import LANDING_SOURCES, LandingSource
+from findata.orchestration.landing_cache import load_source
+from findata.orchestration.raw import RAW_SCHEMA, unchanged_raw_tables
 from findata.settings import get_settings
 
 
@@ -47,9 +48,14 @@ def _raw_source_asset(name: str, source: LandingSource) -> dg.AssetsDefinition:
         rows = unchanged_raw_tables(warehouse, name, fingerprint, source.tables)
         unchanged = rows is not None
         if rows is None:
-            cache = settings.build_dir / "landing-cache"
-            tables = read_source(settings.landing_dir, name, cache=cache)
-            rows = write_raw_tables(warehouse, tables, name, fingerprint)
+            rows = load_source(
+                settings.landing_dir,
+                name,
+                settings.build_dir / "landing-cache" / name,
+                warehouse,
+                fingerprint,
+                memory_limit=settings.build_memory_limit,
+            )
         for table, count in rows.items():
             yield dg.MaterializeResult(
                 asset_key=raw_asset_key(table),
