@@ -7,6 +7,10 @@
 -- last twelve months plus each later quarter's EPS less the same quarter a year earlier.
 -- Annual rows: their own EPS.
 
+-- Materialized as a table: metrics and its uniqueness test read it, and each would otherwise
+-- compute it again.
+{{ config(materialized='table') }}
+
 with fundamentals as (
     select * from {{ ref('fundamentals') }}
 ),
