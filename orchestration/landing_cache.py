@@ -29,6 +29,8 @@ from findata.orchestration.landing import LANDING_SOURCES, LandingSource, concat
 from findata.orchestration.raw import RAW_SCHEMA, raw_transaction
 
 UNITS_FILE = "units.json"
+#: parsed rows pandas holds per table before DuckDB takes them (a few hundred MB at most)
+BATCH_ROWS = 1_000_000
 _UNIT = "_landing_unit"
 _POSITION = "_landing_position"
 
@@ -41,20 +43,20 @@ def load_source(
     fingerprint: str,
     *,
     memory_limit: str,
+    batch_rows: int = BATCH_ROWS,
 ) -> dict[str, int]:
     """Replace source ``name``'s raw tables in ``database`` with its landing units' rows, with
     its ``fingerprint``, parsing only the units ``cache`` does not hold; rows per table. DuckDB
-    merges them within ``memory_limit``, spilling beside the cache beyond it."""
+    merges them within ``memory_limit``, spilling beside the cache beyond it; pandas holds the
+    parsed rows of ``batch_rows`` at a time."""
     source = LANDING_SOURCES[name]
     units = {unit_key(unit): unit for unit in source.units(landing)}
     keys = list(units)
     held = _held(cache, source)
     known = set(held["units"]) & set(keys) if held else set()
-    fresh = {
-        table: concat_frames(frames) for table, frames in _parsed(source, units, known).items()
-    }
     staged = {table: cache / f".staging-{table}.parquet" for table in source.tables}
     spill = cache / ".spill"
+    cache.mkdir(parents=True, exist_ok=True)  # DuckDB makes the spill folder, not its parents
     try:
         config = {"memory_limit": memory_limit, "temp_directory": str(spill)}
         with duckdb.connect(config=config) as con:
@@ -67,7 +69,7 @@ def load_source(
                 "CREATE TEMP TABLE known_units AS SELECT unnest($known) AS unit",
                 {"known": sorted(known)},
             )
-            cache.mkdir(parents=True, exist_ok=True)
+            fresh = _parse_into(con, source, units, known, batch_rows)
             types = {
                 table: _stage(
                     con,
@@ -115,17 +117,42 @@ def _write_held(cache: Path, held: dict[str, Any]) -> None:
     os.replace(staging, cache / UNITS_FILE)
 
 
-def _parsed(
-    source: LandingSource, units: dict[str, Path], known: set[str]
-) -> dict[str, list[pd.DataFrame]]:
-    """The rows of the units not ``known``, each frame tagged with its unit and positions."""
-    frames: dict[str, list[pd.DataFrame]] = {table: [] for table in source.tables}
+def _parse_into(
+    con: duckdb.DuckDBPyConnection,
+    source: LandingSource,
+    units: dict[str, Path],
+    known: set[str],
+    batch_rows: int,
+) -> dict[str, list[str]]:
+    """Parse the units not ``known`` into DuckDB temp tables, each row tagged with its unit and
+    position; pandas holds one batch of about ``batch_rows`` rows per table at a time (a batch
+    is concatenated as one frame, so its columns and dtypes unify as pandas does). The temp
+    tables of each raw table are returned."""
+    pending: dict[str, list[pd.DataFrame]] = {table: [] for table in source.tables}
+    counted = dict.fromkeys(source.tables, 0)
+    made: dict[str, list[str]] = {table: [] for table in source.tables}
+
+    def flush(table: str) -> None:
+        batch = f"fresh_{table}_{len(made[table])}"
+        con.register("batch_rows", concat_frames(pending[table]))
+        con.execute(f'CREATE TEMP TABLE "{batch}" AS SELECT * FROM batch_rows')
+        con.unregister("batch_rows")
+        made[table].append(batch)
+        pending[table], counted[table] = [], 0
+
     for key, unit in units.items():
         if key in known:
             continue
         for table, frame in source.read_unit(unit).items():
-            frames[table].append(frame.assign(**{_UNIT: key, _POSITION: range(len(frame))}))
-    return frames
+            pending[table].append(frame.assign(**{_UNIT: key, _POSITION: range(len(frame))}))
+            counted[table] += len(frame)
+            if counted[table] >= batch_rows:
+                flush(table)
+    for table in source.tables:
+        # a last batch of rows; or, when no unit gave any, one of empty frames: their columns
+        if counted[table] or (pending[table] and not made[table]):
+            flush(table)
+    return made
 
 
 def _typed(columns: list[list[str]]) -> str:
@@ -137,28 +164,25 @@ def _stage(
     con: duckdb.DuckDBPyConnection,
     cached: Path,
     columns: list[list[str]] | None,
-    fresh: pd.DataFrame,
+    fresh: list[str],
     target: Path,
 ) -> list[list[str]]:
     """Write ``target``: the cached rows of known units (typed as when they were loaded) and
-    the fresh rows, units in landing order and rows in unit order; the rows' columns and types
-    (the unit and position columns left out) are returned."""
+    the ``fresh`` temp tables' rows, units in landing order and rows in unit order; the rows'
+    columns and types (the unit and position columns left out) are returned."""
     parts = []
     if columns is not None and cached.exists():
         parts.append(
             f"SELECT {_typed(columns)}, {_UNIT}, {_POSITION} FROM read_parquet('{cached}') "
             f"WHERE {_UNIT} IN (SELECT unit FROM known_units)"
         )
-    registered = bool(len(fresh.columns)) or not parts  # no unit at all: DuckDB says so
-    if registered:
-        con.register("fresh_rows", fresh)
-        parts.append("SELECT * FROM fresh_rows")
+    parts.extend(f'SELECT * FROM "{table}"' for table in fresh)
+    if not parts:  # a source without any unit: DuckDB refuses a table without columns
+        raise ValueError(f"no landing file to read into {target.stem.removeprefix('.staging-')}")
     union = " UNION ALL BY NAME ".join(f"({part})" for part in parts)
     described = con.execute(f"DESCRIBE {union}").fetchall()
     con.execute(
         f"COPY (SELECT rows.* FROM ({union}) rows JOIN unit_order o ON o.unit = rows.{_UNIT} "
         f"ORDER BY o.place, rows.{_POSITION}) TO '{target}' (FORMAT parquet)"
     )
-    if registered:
-        con.unregister("fresh_rows")
     return [[name, kind] for name, kind, *_ in described if name not in (_UNIT, _POSITION)]

@@ -10,12 +10,16 @@ import pandas as pd
 from conftest import Demo
 
 from findata.orchestration.landing import LANDING_SOURCES, read_source
-from findata.orchestration.landing_cache import UNITS_FILE, load_source
+from findata.orchestration.landing_cache import BATCH_ROWS, UNITS_FILE, load_source
 from findata.orchestration.raw import write_raw_tables
 
 
-def _load(landing: Path, name: str, cache: Path, database: Path) -> dict[str, int]:
-    return load_source(landing, name, cache, database, "fingerprint", memory_limit="1GB")
+def _load(
+    landing: Path, name: str, cache: Path, database: Path, batch_rows: int = BATCH_ROWS
+) -> dict[str, int]:
+    return load_source(
+        landing, name, cache, database, "fingerprint", memory_limit="1GB", batch_rows=batch_rows
+    )
 
 
 def _tables_differ(con: duckdb.DuckDBPyConnection, a: str, b: str, table: str) -> list[str]:
@@ -44,13 +48,15 @@ def _tables_differ(con: duckdb.DuckDBPyConnection, a: str, b: str, table: str) -
 
 
 def test_cached_loads_equal_direct_reads(small_demo: Demo, tmp_path: Path) -> None:
-    """Each source loaded through the cache, cold then warm, gives the raw tables its frames
-    give: the same columns, types, rows and order."""
-    databases = {n: tmp_path / f"{n}.duckdb" for n in ("direct", "cold", "warm")}
+    """Each source loaded through the cache, cold then warm, and cold in small batches, gives
+    the raw tables its frames give: the same columns, types, rows and order."""
+    databases = {n: tmp_path / f"{n}.duckdb" for n in ("direct", "cold", "warm", "batched")}
     for name in LANDING_SOURCES:
         write_raw_tables(databases["direct"], read_source(small_demo.landing, name))
         _load(small_demo.landing, name, tmp_path / "cache" / name, databases["cold"])
         _load(small_demo.landing, name, tmp_path / "cache" / name, databases["warm"])
+        batches = tmp_path / "batched-cache" / name
+        _load(small_demo.landing, name, batches, databases["batched"], batch_rows=5000)
     with duckdb.connect() as con:
         for alias, path in databases.items():
             con.execute(f"ATTACH '{path}' AS {alias} (READ_ONLY)")
@@ -58,7 +64,7 @@ def test_cached_loads_equal_direct_reads(small_demo: Demo, tmp_path: Path) -> No
             difference
             for source in LANDING_SOURCES.values()
             for table in source.tables
-            for a, b in (("direct", "cold"), ("direct", "warm"))
+            for a, b in (("direct", "cold"), ("direct", "warm"), ("direct", "batched"))
             for difference in _tables_differ(con, a, b, table)
         ]
     assert differences == []
