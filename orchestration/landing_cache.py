@@ -61,12 +61,12 @@ def load_source(
         config = {"memory_limit": memory_limit, "temp_directory": str(spill)}
         with duckdb.connect(config=config) as con:
             con.execute(
-                "CREATE TEMP TABLE unit_order AS SELECT unnest($keys) AS unit, "
+                "CREATE TEMP TABLE unit_order AS SELECT CAST(unnest($keys) AS VARCHAR) AS unit, "
                 "generate_subscripts($keys, 1) AS place",
                 {"keys": keys},
             )
             con.execute(
-                "CREATE TEMP TABLE known_units AS SELECT unnest($known) AS unit",
+                "CREATE TEMP TABLE known_units AS SELECT CAST(unnest($known) AS VARCHAR) AS unit",
                 {"known": sorted(known)},
             )
             fresh = _parse_into(con, source, units, known, batch_rows)
