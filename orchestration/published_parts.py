@@ -3,10 +3,10 @@
 A dataset is one part (``all``) or, when its contract's ``storage.recent_year_of`` names a date
 column, two: ``recent`` (rows from January 1 of that column's latest year) and ``history`` (the
 rest, and rows without a date). Each part is fingerprinted in the build warehouse (its rows, the
-XOR of their hashes) and stored in a file named for that fingerprint and the contract's
-columns, so a part whose rows did not change is the file the current version already reads: a
-refresh that adds a day writes the recent prices again, not twenty years of them. The layout
-on disk is described in ``findata/published.py``.
+XOR and the sum of their hashes) and stored in a file named for that fingerprint and the
+contract's columns, so a part whose rows did not change is the file the current version
+already reads: a refresh that adds a day writes the recent prices again, not twenty years of
+them. The layout on disk is described in ``findata/published.py``.
 """
 
 from __future__ import annotations
