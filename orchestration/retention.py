@@ -8,10 +8,6 @@ file goes; a cursor on it answers the spec's 400 (``Invalid cursor: the data ver
 through is no longer served``). The ``versions`` rows stay: the change feed's records name them.
 An API worker that still holds a removed file open reads it until it closes it (unlinked files
 stay readable while open).
-
-Versions share parts (``findata/published.py``): a part file goes when no version file left on
-disk reads it (nor is it being written: the pass runs under the publish lock), with the parts a
-crashed publish left behind.
 """
 
 from __future__ import annotations
@@ -21,15 +17,12 @@ import itertools
 from dataclasses import dataclass
 from pathlib import Path
 
-import duckdb
 import sqlalchemy as sa
 
 from findata.clock import as_utc
 from findata.control_plane import schema
 from findata.control_plane.database import engine_for
-from findata.orchestration.publish import publish_lock
-from findata.orchestration.published_parts import remove_database
-from findata.published import PARTS_DIR, version_part_files
+from findata.orchestration.publish import remove_database
 from findata.settings import Settings
 
 
@@ -39,8 +32,7 @@ class Retention:
 
     removed: list[str]  # labels of the versions whose files were removed
     kept: int  # version files on disk
-    parts: int  # part files on disk, each read by one or more of those versions
-    disk_bytes: int  # the size of both, with their side files
+    disk_bytes: int  # their size, with their side files
 
 
 def remove_superseded_versions(settings: Settings, now: dt.datetime) -> Retention:
@@ -56,37 +48,13 @@ def remove_superseded_versions(settings: Settings, now: dt.datetime) -> Retentio
         ).all()
     published = settings.published_dir
     removed: list[str] = []
-    with publish_lock(published):
-        for row, replacement in itertools.pairwise(rows):
-            path = published / row.file_name
-            if path.exists() and as_utc(replacement.published_at) <= now - keep_for:
-                remove_database(path)
-                removed.append(row.label)
-        files = [published / r.file_name for r in rows if (published / r.file_name).exists()]
-        parts = _remove_unread_parts(published, files)
-    return Retention(
-        removed, len(files), len(parts), sum(_disk_bytes(path) for path in [*files, *parts])
-    )
-
-
-def _remove_unread_parts(published: Path, versions: list[Path]) -> list[Path]:
-    """Delete the part files (and staging leftovers) no version in ``versions`` reads; the
-    parts left are returned."""
-    read: set[Path] = set()
-    for version in versions:
-        with duckdb.connect(str(version), read_only=True) as con:
-            ((catalog,),) = con.execute("SELECT current_database()").fetchall()
-            read.update(published / file for file in version_part_files(con, catalog))
-    folder = published / PARTS_DIR
-    kept = []
-    for entry in sorted(folder.iterdir()) if folder.exists() else []:
-        database = folder / entry.name.removesuffix(".wal").removesuffix(".tmp")
-        if database in read:
-            if entry == database:
-                kept.append(database)
-        else:
-            remove_database(database)
-    return kept
+    for row, replacement in itertools.pairwise(rows):
+        path = published / row.file_name
+        if path.exists() and as_utc(replacement.published_at) <= now - keep_for:
+            remove_database(path)
+            removed.append(row.label)
+    files = [published / row.file_name for row in rows if (published / row.file_name).exists()]
+    return Retention(removed, len(files), sum(_disk_bytes(path) for path in files))
 
 
 def _disk_bytes(path: Path) -> int:

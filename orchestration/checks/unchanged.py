@@ -23,8 +23,7 @@ import duckdb
 from findata.contracts.datasets import DatasetContract
 from findata.orchestration.build_inputs import build_before, code_fingerprint
 from findata.orchestration.publish import table_fingerprint
-from findata.orchestration.published_parts import read_parts, table_print
-from findata.published import attach_version, current_version_at
+from findata.published import current_version_at
 from findata.settings import Settings
 
 
@@ -52,12 +51,6 @@ def unchanged_since(
     if comparable is None:
         return None
     label, published = comparable
-    with duckdb.connect() as served:
-        attach_version(served, published, "served")
-        parts = read_parts(served, "served")
-        served_print = (
-            table_fingerprint(served, "served", contract)
-            if parts is None
-            else table_print(contract, [p for p in parts if p.dataset == contract.name])
-        )
+    with duckdb.connect(str(published), read_only=True) as served:
+        served_print = table_fingerprint(served, "main", contract)
     return label if table_fingerprint(warehouse, "marts", contract) == served_print else None
