@@ -125,8 +125,9 @@ class Settings(BaseSettings):
     build_memory_limit: str = Field(
         default="3GB",
         pattern=r"^\d+(\.\d+)?\s*(KB|MB|GB|TB|KiB|MiB|GiB|TiB|%)$",
-        description="The memory DuckDB may use while dbt builds the marts (DuckDB's "
-        "``memory_limit``; it spills joins, aggregates and sorts to disk beyond it). The large "
+        description="The memory DuckDB may use while dbt builds the marts and while the raw "
+        "step merges parsed landing rows with its cache (DuckDB's ``memory_limit``; it spills "
+        "joins, aggregates and sorts to disk beyond it). The large "
         "demo's builds peak at ~3.7 GB with 3GB, at the same speed as with DuckDB's default of "
         "80 % of RAM (7.3 GB).",
     )

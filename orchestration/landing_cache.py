@@ -171,7 +171,7 @@ def _stage(
     the ``fresh`` temp tables' rows, units in landing order and rows in unit order; the rows'
     columns and types (the unit and position columns left out) are returned."""
     parts = []
-    if columns is not None and cached.exists():
+    if columns is not None:  # the cache's files and units.json are all there (``_held``)
         parts.append(
             f"SELECT {_typed(columns)}, {_UNIT}, {_POSITION} FROM read_parquet('{cached}') "
             f"WHERE {_UNIT} IN (SELECT unit FROM known_units)"

@@ -4,8 +4,8 @@
 -- session in those 7 days, summed) and the primary security's split index at its last bar on or
 -- before the period end (the same split basis the prices mart adjusts with).
 
--- Materialized as a table: metrics, int_fundamentals_trailing and two tests read it, and each would
--- otherwise compute it again from every bar.
+-- Materialized as a table: metrics, int_fundamentals_trailing and two tests read it, and each
+-- would otherwise compute it again from every bar.
 {{ config(materialized='table') }}
 
 with periods as (
