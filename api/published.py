@@ -25,7 +25,7 @@ from findata.change_cursor import encode_change_cursor
 from findata.clock import Clock, SystemClock
 from findata.control_plane import schema
 from findata.control_plane.raw_reads import RawRead
-from findata.published import current_version
+from findata.published import current_version, open_version
 
 
 @dataclass(frozen=True)
@@ -163,7 +163,7 @@ class PublishedData:
         with self._lock:
             entry = self._open.get(version.label)
             if entry is None:
-                connection = duckdb.connect(str(version.path), read_only=True)
+                connection = open_version(version.path)
                 with connection.cursor() as cursor:
                     directory = SubjectDirectory.load(cursor)
                 entry = _OpenVersion(connection, directory, last_used=self._clock.now())

@@ -54,10 +54,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import httpx
 import orjson
 from served_homes import FINDATA, findata_env, free_port, prepare_home, wait_until_answering
+
+from findata.published import open_version
 
 FLOOR_SERVER = Path(__file__).with_name("floor_server.py")
 LIMIT = 5000  # one page carries a security's full history, on both servers
@@ -417,7 +418,7 @@ def rows_per_answer(database: Path, urls: Urls) -> dict[str, tuple[float, int]]:
             GROUP BY e.entity_id)
     """
     windows = {"year": (urls.starts[0], urls.year_ends[0]), "full": ("0001-01-01", "9999-12-31")}
-    with duckdb.connect(str(database), read_only=True) as connection:
+    with open_version(database) as connection:
         return {
             mode: connection.execute(
                 counted, {"start": dt.date.fromisoformat(a), "end": dt.date.fromisoformat(b)}
@@ -580,7 +581,7 @@ def main() -> None:
         label = status["version"]
         as_of = dt.date.fromisoformat(status["datasets"]["prices"]["data_through"])
         (database,) = (home / "published").glob(f"{label}*.duckdb")
-        with duckdb.connect(str(database), read_only=True) as connection:  # every security
+        with open_version(database) as connection:  # every security
             listed = connection.sql("SELECT DISTINCT entity_id FROM prices ORDER BY 1")
             urls = Urls.of([row[0] for row in listed.fetchall()], as_of)
         script.write_text(textwrap.dedent(urls.lua()))

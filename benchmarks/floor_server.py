@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import threading
+from pathlib import Path
 
 import duckdb
 import orjson
@@ -25,6 +26,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from findata.contracts.endpoints import load_endpoint_contract
+from findata.published import open_version
 
 #: the contract's identity fields, then the selectable ones, in its order (findata's default)
 _CONTRACT = load_endpoint_contract("prices")
@@ -96,7 +98,7 @@ def main() -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8100)
     args = parser.parse_args()
-    app.state.database = duckdb.connect(args.db, read_only=True)
+    app.state.database = open_version(Path(args.db))
     uvicorn.run(
         app,
         host=args.host,

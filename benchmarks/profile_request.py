@@ -26,9 +26,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-import duckdb
 from fastapi.testclient import TestClient
 from served_homes import prepare_home
+
+from findata.published import open_version
 
 T = TypeVar("T")
 
@@ -71,7 +72,7 @@ def main() -> None:
         status = client.get("/v1/status").json()
         as_of = dt.date.fromisoformat(status["datasets"]["prices"]["data_through"])
         (database,) = (home / "published").glob(f"{status['version']}*.duckdb")
-        with duckdb.connect(str(database), read_only=True) as connection:
+        with open_version(database) as connection:
             listed = connection.sql("SELECT DISTINCT entity_id FROM prices ORDER BY 1")
             ids = [row[0] for row in listed.fetchall()]
         urls = [_url(ids, n, as_of) for n in range(args.requests)]

@@ -50,7 +50,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import httpx
 import sqlalchemy as sa
 from served_homes import FINDATA, free_port, wait_until_answering
@@ -61,6 +60,7 @@ from findata.contracts.endpoints import endpoint_names, load_endpoint_contract
 from findata.contracts.errors import load_errors
 from findata.orchestration.demo.advance import add_price_day, next_session
 from findata.orchestration.demo.generate import DEFAULT_SEED, generate_demo
+from findata.published import open_version
 from findata.settings import Settings
 from findata.webhooks.dev_tls import make_loopback_certificates
 from findata_client.webhooks import verify
@@ -226,7 +226,7 @@ class Universe:
 def read_universe(published: Path, scenarios: dict[str, Any]) -> Universe:
     """Tickers valid on the last day, securities with prices, indexes and managers."""
     (path,) = published.glob("*.duckdb")
-    with duckdb.connect(str(path), read_only=True) as con:
+    with open_version(path) as con:
         tickers = [
             t
             for (t,) in con.execute(
@@ -453,7 +453,7 @@ def add_a_trading_day(service: Service, universe: Universe, refresh: dict[str, A
     in a thread beside the traffic); what happened goes into ``refresh``."""
     day = next_session(universe.as_of)
     (path,) = (service.home / "published").glob("*.duckdb")
-    with duckdb.connect(str(path), read_only=True) as con:
+    with open_version(path) as con:
         traded = con.execute("SELECT entity_id FROM prices WHERE date = ?", [universe.as_of])
         entity_ids = [e for (e,) in traded.fetchall()]
     add_price_day(service.home / "landing", day, entity_ids)

@@ -93,6 +93,17 @@ class DataThrough(_Strict):
         return self
 
 
+class Storage(_Strict):
+    """How a published version stores the dataset's rows (``findata/published.py``)."""
+
+    recent_year_of: str | None = Field(
+        default=None,
+        description="A DATE column of append-mostly data: the rows from January 1 of its latest "
+        "year are stored apart from the older ones, so a version that changed only recent rows "
+        "shares the older ones with the version before it. Null: one part.",
+    )
+
+
 class DatasetContract(_Strict):
     """One published dataset (one mart)."""
 
@@ -104,6 +115,7 @@ class DatasetContract(_Strict):
     checks: DatasetChecks = Field(default_factory=DatasetChecks)
     change_feed: ChangeFeed
     data_through: DataThrough
+    storage: Storage = Field(default_factory=Storage)
 
     @model_validator(mode="after")
     def _names_exist(self) -> DatasetContract:
@@ -115,13 +127,16 @@ class DatasetContract(_Strict):
         if self.change_feed.date_column:
             referenced.add(self.change_feed.date_column)
         referenced |= set(self.data_through.columns)
+        if self.storage.recent_year_of:
+            referenced.add(self.storage.recent_year_of)
         unknown = referenced - names
         if unknown:
             raise ValueError(f"{self.name}: unknown column(s) referenced: {sorted(unknown)}")
         types = {c.name: c.type for c in self.columns}
-        undated = [n for n in self.data_through.columns if types[n] != "DATE"]
+        dated = [*self.data_through.columns, *filter(None, [self.storage.recent_year_of])]
+        undated = [n for n in dated if types[n] != "DATE"]
         if undated:
-            raise ValueError(f"{self.name}: data_through column(s) not of type DATE: {undated}")
+            raise ValueError(f"{self.name}: date column(s) not of type DATE: {undated}")
         if self.data_through.same_as == self.name:
             raise ValueError(f"{self.name}: data_through cannot be the same as itself")
         nullable_keys = [c.name for c in self.columns if c.name in self.key and c.nullable]

@@ -1,23 +1,27 @@
-"""Publishing: an immutable version file, its change records and its event, exactly once.
+"""Publishing: an immutable version, its change records and its event, exactly once.
 
 Steps, in this order, under a lock that lets one publisher through at a time:
 
-1. copy every mart that has a contract into ``published/.staging-<run>.duckdb`` (columns in
-   contract order, rows in key order) and fingerprint each table;
-2. if the fingerprints equal the current version's, nothing changed: drop the staging file,
-   publish nothing (no version, no record, no event);
-3. otherwise diff each dataset against the current version (DuckDB, both files attached), rename
-   the staging file to ``published/<label>.duckdb`` (the immutable version), and
+1. fingerprint every mart that has a contract, part by part (``published_parts.py``: a dataset
+   is one part, or its history and its recent rows), in the build warehouse;
+2. if the fingerprints equal the current version's, nothing changed: publish nothing (no
+   version, no record, no event);
+3. otherwise write the parts no version holds yet (a part whose rows did not change is the file
+   the current version reads), write ``published/.staging-<run>.duckdb`` (one view per dataset
+   over its parts), diff each dataset against the current version (DuckDB, both attached: only
+   the parts that differ, row by row), and rename the staging file to
+   ``published/<label>.duckdb`` (the immutable version);
 4. in ONE control-plane transaction insert the version row, its change records and its
    ``data.changed`` event. The newest version row is the current version, so the version becomes
    current, and its records and event visible, in the same commit.
 
-A publish that fails before the rename (the disk full while writing the staging file, say)
-deletes the staging file and what DuckDB wrote beside it (``.wal``, ``.tmp``) before the error
-goes on: it leaves nothing, and the current version keeps being served. A crash before the
-commit leaves at most a version file (or staging file) that no row names; it is never served,
-and the next publish removes it, with its side files, and publishes the same changes again.
-Re-running is safe.
+A publish that fails before the rename (the disk full while writing a part, say) deletes the
+staging files and what DuckDB wrote beside them (``.wal``, ``.tmp``) before the error goes on:
+it leaves nothing but whole parts, and the current version keeps being served. A crash before
+the commit leaves at most a version file (or staging file) that no row names, and parts no
+version reads; they are never served, the next publish removes the version file, with its side
+files, and publishes the same changes again (reusing the parts), and retention removes parts no
+version reads. Re-running is safe.
 """
 
 from __future__ import annotations
@@ -43,7 +47,16 @@ from findata.clock import Clock, utc_seconds_text
 from findata.contracts.datasets import DatasetContract, dataset_names, load_dataset_contract
 from findata.control_plane import schema
 from findata.control_plane.database import engine_for
-from findata.published import current_version
+from findata.orchestration.published_parts import (
+    Part,
+    plan_parts,
+    read_parts,
+    remove_database,
+    table_print,
+    write_missing_parts,
+    write_version_file,
+)
+from findata.published import attach_version, current_version
 from findata.settings import Settings
 
 #: environment variable naming a point where publishing kills its own process (crash tests)
@@ -90,27 +103,6 @@ def _quoted(names: list[str]) -> str:
     return ", ".join(f'"{n}"' for n in names)
 
 
-def export_marts(warehouse: Path, target: Path, contracts: list[DatasetContract]) -> None:
-    """Copy each contract's mart from ``warehouse`` into ``target`` (a new DuckDB file)."""
-    target.unlink(missing_ok=True)
-    with duckdb.connect(str(target)) as con:
-        con.execute(f"ATTACH '{warehouse}' AS build (READ_ONLY)")
-        for contract in contracts:
-            con.execute(
-                f'CREATE TABLE main."{contract.name}" AS SELECT {_quoted(contract.column_names)} '
-                f'FROM build.marts."{contract.name}" ORDER BY {_quoted(contract.key)}'
-            )
-        con.execute("DETACH build")
-        con.execute("CHECKPOINT")
-
-
-def fingerprints(
-    con: duckdb.DuckDBPyConnection, schema_name: str, contracts: list[DatasetContract]
-) -> dict[str, str]:
-    """An order-independent fingerprint of each table: row count, XOR of row hashes, columns."""
-    return {contract.name: table_fingerprint(con, schema_name, contract) for contract in contracts}
-
-
 def table_fingerprint(
     con: duckdb.DuckDBPyConnection, schema_name: str, contract: DatasetContract
 ) -> str:
@@ -141,13 +133,19 @@ def _record_url(
 
 
 def diff_dataset(
-    con: duckdb.DuckDBPyConnection, contract: DatasetContract, new: str, old: str | None
+    con: duckdb.DuckDBPyConnection,
+    contract: DatasetContract,
+    new: str,
+    old: str | None,
+    *,
+    rebuild: bool = False,
 ) -> list[ChangeRecord]:
     """Change records of one dataset: one per entity whose rows were added, changed or removed.
 
-    ``new`` and ``old`` are attached schemas holding the dataset (``old`` None: first version,
-    every entity is added). A dataset whose columns changed is rebuilt: every entity gets a
-    ``rebuild`` record with open dates.
+    ``new`` and ``old`` are the dataset's rows in the new and the current version, as SQL
+    relations (the whole table, or the parts that differ). ``old`` None: every entity is added
+    (a first version, or a dataset new to this one) or, with ``rebuild`` (its columns changed),
+    rebuilt: every entity gets a ``rebuild`` record with open dates.
     """
     feed = contract.change_feed
     # a row naming no entity (an unmapped 13F CUSIP) is recorded under the empty entity
@@ -155,12 +153,8 @@ def diff_dataset(
     day = f'"{feed.date_column}"' if feed.date_column else "CAST(NULL AS DATE)"
     key = _quoted(contract.key)
     select = f"SELECT {key}, {entity} AS entity, {day} AS day, hash(t) AS h FROM"
-    new_rows = f'{select} {new}."{contract.name}" t'
-    old_columns = _columns(con, old, contract.name) if old is not None else []
-    if old_columns != contract.column_names:
-        # first version or a dataset new to this version: every entity is added; a dataset
-        # whose columns changed is rebuilt: clients re-pull every entity whole
-        rebuild = bool(old_columns)
+    new_rows = f"{select} {new} t"
+    if old is None:
         rows = con.execute(
             f"SELECT entity, count(*), min(day), max(day) FROM ({new_rows}) GROUP BY entity "
             "ORDER BY entity"
@@ -178,7 +172,7 @@ def diff_dataset(
             )
             for e, n, start, end in rows
         ]
-    old_rows = f'{select} {old}."{contract.name}" t'
+    old_rows = f"{select} {old} t"
     rows = con.execute(
         f"""
         SELECT coalesce(n.entity, o.entity) AS entity,
@@ -215,14 +209,48 @@ def diff_dataset(
     return records
 
 
-def _same_rows(
-    con: duckdb.DuckDBPyConnection, contract: DatasetContract, new_print: str, old: str | None
-) -> bool:
-    """True when the old version's table has the new one's columns and fingerprint: no row
-    changed, and the row-by-row diff (a join on the key of both whole tables) is not needed."""
-    if old is None or _columns(con, old, contract.name) != contract.column_names:
-        return False
-    return table_fingerprint(con, old, contract) == new_print
+def dataset_records(
+    con: duckdb.DuckDBPyConnection,
+    contract: DatasetContract,
+    parts: list[Part],
+    *,
+    has_current: bool,
+    old_parts: list[Part] | None,
+) -> list[ChangeRecord]:
+    """The change records of one dataset between the version attached as ``new`` (its
+    ``parts``) and, when ``has_current``, the current one attached as ``old`` (``old_parts``:
+    its parts; None if it holds whole tables). Only the parts that differ are compared row by
+    row when both versions split the dataset alike; a dataset with the fingerprint it had
+    gives none."""
+    name = contract.name
+    new = f'"new".main."{name}"'
+    if not has_current:
+        return diff_dataset(con, contract, new, None)
+    old_columns = _columns(con, "old", name)
+    if old_columns != contract.column_names:
+        return diff_dataset(con, contract, new, None, rebuild=bool(old_columns))
+    old = f'"old".main."{name}"'
+    if old_parts is None:  # a version written before parts: its table, whole
+        if table_fingerprint(con, "old", contract) == table_print(contract, parts):
+            return []
+        return diff_dataset(con, contract, new, old)
+    olds = [p for p in old_parts if p.dataset == name]
+    if [p.file for p in olds] == [p.file for p in parts]:
+        return []
+    if [(p.name, p.since) for p in olds] != [(p.name, p.since) for p in parts]:
+        return diff_dataset(con, contract, new, old)
+    changed = [(n, o) for n, o in zip(parts, olds, strict=True) if n.file != o.file]
+    return diff_dataset(
+        con,
+        contract,
+        _union(contract, [n for n, _ in changed]),
+        _union(contract, [o for _, o in changed]),
+    )
+
+
+def _union(contract: DatasetContract, parts: list[Part]) -> str:
+    columns = _quoted(contract.column_names)
+    return "(" + " UNION ALL ".join(f"SELECT {columns} FROM {p.relation}" for p in parts) + ")"
 
 
 def _columns(con: duckdb.DuckDBPyConnection, catalog: str, table: str) -> list[str]:
@@ -235,16 +263,19 @@ def _columns(con: duckdb.DuckDBPyConnection, catalog: str, table: str) -> list[s
 
 
 def data_through(
-    con: duckdb.DuckDBPyConnection, contracts: list[DatasetContract]
+    con: duckdb.DuckDBPyConnection, contracts: list[DatasetContract], catalog: str
 ) -> dict[str, str | None]:
-    """The last date each dataset's data covers, as its contract's ``data_through`` says: the
-    latest of its date columns, or another dataset's; None only for a dataset without rows."""
+    """The last date each dataset of the version attached as ``catalog`` covers, as its
+    contract's ``data_through`` says: the latest of its date columns, or another dataset's;
+    None only for a dataset without rows."""
     result: dict[str, str | None] = {}
     for contract in contracts:
         columns = contract.data_through.columns
         if columns:
             latest = ", ".join(f'max("{column}")' for column in columns)
-            (last,) = con.execute(f'SELECT greatest({latest}) FROM "{contract.name}"').fetchone()
+            ((last,),) = con.execute(
+                f'SELECT greatest({latest}) FROM "{catalog}".main."{contract.name}"'
+            ).fetchall()
             result[contract.name] = last.isoformat() if last else None
     for contract in contracts:
         if contract.data_through.same_as is not None:
@@ -264,13 +295,6 @@ def publish_lock(published: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def remove_database(path: Path) -> None:
-    """Delete a DuckDB file and what DuckDB writes beside it: its WAL and its spill directory."""
-    path.unlink(missing_ok=True)
-    Path(f"{path}.wal").unlink(missing_ok=True)
-    shutil.rmtree(f"{path}.tmp", ignore_errors=True)
-
-
 def _remove_unpublished_files(published: Path, known: set[str], keep: Path) -> None:
     """Delete version and staging files that no version row names (left by a crash before the
     commit), with their side files; a side file alone (its database already gone) too."""
@@ -281,13 +305,15 @@ def _remove_unpublished_files(published: Path, known: set[str], keep: Path) -> N
 
 
 @contextlib.contextmanager
-def _removed_on_failure(staging: Path) -> Iterator[None]:
-    """Delete ``staging`` and its side files if the block fails, then let the error go on: a
-    publish that failed because the disk is full must not leave a partial file filling it."""
+def _removed_on_failure(staging: Path, written: list[Path]) -> Iterator[None]:
+    """Delete ``staging`` and the parts ``written`` (by this publish: no version reads them),
+    with their side files, if the block fails, then let the error go on: a publish that failed
+    because the disk is full must not leave files filling it."""
     try:
         yield
     except BaseException:
-        remove_database(staging)
+        for path in [staging, *written]:
+            remove_database(path)
         raise
 
 
@@ -338,39 +364,48 @@ def publish(settings: Settings, *, run_id: str, clock: Clock) -> PublishResult:
             known = set(connection.execute(sa.select(schema.versions.c.file_name)).scalars())
         staging = published / f".staging-{run_id}.duckdb"
         _remove_unpublished_files(published, known, keep=staging)
-        with _removed_on_failure(staging):
-            export_marts(settings.warehouse_path, staging, contracts)
-            with duckdb.connect(str(staging)) as con:
-                prints = fingerprints(con, "main", contracts)
-                digest = content_hash(prints)
-                if current is not None and current.content_hash == digest:
-                    con.close()
-                    remove_database(staging)
-                    return PublishResult(None, None, 0, None, {})
-                old = None
-                if current is not None:
-                    con.execute(f"ATTACH '{published / current.file_name}' AS old (READ_ONLY)")
-                    old = "old"
-                records = [
-                    r
-                    for c in contracts
-                    if not _same_rows(con, c, prints[c.name], old)
-                    for r in diff_dataset(con, c, "main", old)
-                ]
-                through = data_through(con, contracts)
-                counts = {
-                    c.name: con.execute(f'SELECT count(*) FROM "{c.name}"').fetchall()[0][0]
-                    for c in contracts
-                }
-            if not records:
-                # same rows, another fingerprint (a DuckDB upgrade can change its row hash): the
-                # served data did not change, so nothing is published
-                remove_database(staging)
+        written: list[Path] = []
+        with _removed_on_failure(staging, written), _publishing_connection(settings) as con:
+            parts = {c.name: plan_parts(con, c, _mart(c)) for c in contracts}
+            digest = content_hash({c.name: table_print(c, parts[c.name]) for c in contracts})
+            if current is not None and current.content_hash == digest:
                 return PublishResult(None, None, 0, None, {})
-            now = clock.now()
-            label = f"{now:%Y%m%dT%H%M%S}Z-{run_id[:8]}"
-            version_file = published / f"{label}.duckdb"
-            os.replace(staging, version_file)
+            for contract in contracts:
+                missing = [p for p in parts[contract.name] if not (published / p.file).exists()]
+                written.extend(published / p.file for p in missing)  # before: a failure mid-way
+                write_missing_parts(con, published, contract, _mart(contract), missing)
+            remove_database(staging)
+            write_version_file(
+                staging, published, contracts, [p for c in contracts for p in parts[c.name]]
+            )
+            attach_version(con, staging, "new")
+            old_parts = None
+            if current is not None:
+                attach_version(con, published / current.file_name, "old")
+                old_parts = read_parts(con, "old")
+            records = [
+                record
+                for contract in contracts
+                for record in dataset_records(
+                    con,
+                    contract,
+                    parts[contract.name],
+                    has_current=current is not None,
+                    old_parts=old_parts,
+                )
+            ]
+            through = data_through(con, contracts, "new")
+            counts = {c.name: sum(p.rows for p in parts[c.name]) for c in contracts}
+        if not records:
+            # same rows, another fingerprint (a DuckDB upgrade can change its row hash): the
+            # served data did not change, so nothing is published
+            for path in [staging, *written]:
+                remove_database(path)
+            return PublishResult(None, None, 0, None, {})
+        now = clock.now()
+        label = f"{now:%Y%m%dT%H%M%S}Z-{run_id[:8]}"
+        version_file = published / f"{label}.duckdb"
+        os.replace(staging, version_file)
         _inject_fault(FAULT_AFTER_VERSION_FILE)
         event_id = "evt_" + secrets.token_hex(12)
         with engine.begin() as connection:
@@ -413,6 +448,26 @@ def publish(settings: Settings, *, run_id: str, clock: Clock) -> PublishResult:
         return PublishResult(
             label, version_id, len(records), event_id if payload else None, summary
         )
+
+
+def _mart(contract: DatasetContract) -> str:
+    return f'build.marts."{contract.name}"'
+
+
+@contextlib.contextmanager
+def _publishing_connection(settings: Settings) -> Iterator[duckdb.DuckDBPyConnection]:
+    """An in-memory DuckDB with the build warehouse attached read-only, spilling beside the
+    versions and held to the build's memory limit (a large sort of prices is the peak)."""
+    spill = settings.published_dir / ".publish-spill"
+    con = duckdb.connect(
+        config={"memory_limit": settings.build_memory_limit, "temp_directory": str(spill)}
+    )
+    try:
+        con.execute(f"ATTACH '{settings.warehouse_path}' AS build (READ_ONLY)")
+        yield con
+    finally:
+        con.close()
+        shutil.rmtree(spill, ignore_errors=True)
 
 
 def _insert_records(

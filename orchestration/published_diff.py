@@ -1,4 +1,4 @@
-"""Two published version files compared table by table, every row and column exactly (EXCEPT
+"""Two published versions compared dataset by dataset, every row and column exactly (EXCEPT
 ALL both ways): a faster pipeline (an incremental refresh, say) must publish exactly the rows a
 full rebuild of the same landing publishes. ``benchmarks/published_diff.py`` runs it on two
 homes; the pipeline tests on a refreshed home and one rebuilt from scratch."""
@@ -9,13 +9,15 @@ from pathlib import Path
 
 import duckdb
 
+from findata.published import PARTS_TABLE, attach_version
+
 
 def published_differences(before: Path, after: Path) -> list[str]:
     """One line per table (its rows on each side and the rows only on one side); the lines
     that say how they differ come first. Empty differences: identical."""
     connection = duckdb.connect()
-    connection.execute(f"ATTACH '{before}' AS before (READ_ONLY)")
-    connection.execute(f"ATTACH '{after}' AS after (READ_ONLY)")
+    attach_version(connection, before, "before")
+    attach_version(connection, after, "after")
     old, new = _tables(connection, "before"), _tables(connection, "after")
     differences = [
         f"{table}: only in {'before' if table in old else 'after'}"
@@ -48,8 +50,9 @@ def _count(connection: duckdb.DuckDBPyConnection, query: str) -> int:
 def _tables(connection: duckdb.DuckDBPyConnection, catalog: str) -> dict[str, list[str]]:
     rows = connection.execute(
         "SELECT table_schema || '.' || table_name, column_name FROM information_schema.columns "
-        "WHERE table_catalog = ? ORDER BY table_schema, table_name, ordinal_position",
-        [catalog],
+        "WHERE table_catalog = ? AND table_name <> ? "
+        "ORDER BY table_schema, table_name, ordinal_position",
+        [catalog, PARTS_TABLE],
     ).fetchall()
     tables: dict[str, list[str]] = {}
     for table, column in rows:

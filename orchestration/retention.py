@@ -8,6 +8,10 @@ file goes; a cursor on it answers the spec's 400 (``Invalid cursor: the data ver
 through is no longer served``). The ``versions`` rows stay: the change feed's records name them.
 An API worker that still holds a removed file open reads it until it closes it (unlinked files
 stay readable while open).
+
+Versions share parts (``findata/published.py``): a part file goes when no version file left on
+disk reads it (nor is it being written: the pass runs under the publish lock), with the parts a
+crashed publish left behind.
 """
 
 from __future__ import annotations
@@ -22,7 +26,9 @@ import sqlalchemy as sa
 from findata.clock import as_utc
 from findata.control_plane import schema
 from findata.control_plane.database import engine_for
-from findata.orchestration.publish import remove_database
+from findata.orchestration.publish import publish_lock
+from findata.orchestration.published_parts import remove_database
+from findata.published import PARTS_DIR, current_catalog, open_version, version_part_files
 from findata.settings import Settings
 
 
@@ -32,7 +38,8 @@ class Retention:
 
     removed: list[str]  # labels of the versions whose files were removed
     kept: int  # version files on disk
-    disk_bytes: int  # their size, with their side files
+    parts: int  # part files on disk, each read by one or more of those versions
+    disk_bytes: int  # the size of both, with their side files
 
 
 def remove_superseded_versions(settings: Settings, now: dt.datetime) -> Retention:
@@ -48,13 +55,34 @@ def remove_superseded_versions(settings: Settings, now: dt.datetime) -> Retentio
         ).all()
     published = settings.published_dir
     removed: list[str] = []
-    for row, replacement in itertools.pairwise(rows):
-        path = published / row.file_name
-        if path.exists() and as_utc(replacement.published_at) <= now - keep_for:
-            remove_database(path)
-            removed.append(row.label)
-    files = [published / row.file_name for row in rows if (published / row.file_name).exists()]
-    return Retention(removed, len(files), sum(_disk_bytes(path) for path in files))
+    with publish_lock(published):
+        for row, replacement in itertools.pairwise(rows):
+            path = published / row.file_name
+            if path.exists() and as_utc(replacement.published_at) <= now - keep_for:
+                remove_database(path)
+                removed.append(row.label)
+        files = [published / r.file_name for r in rows if (published / r.file_name).exists()]
+        parts = _remove_unread_parts(published, files)
+    return Retention(
+        removed, len(files), len(parts), sum(_disk_bytes(path) for path in [*files, *parts])
+    )
+
+
+def _remove_unread_parts(published: Path, versions: list[Path]) -> list[Path]:
+    """Delete the part files (and staging leftovers) no version in ``versions`` reads; the
+    parts left are returned."""
+    read: set[Path] = set()
+    for version in versions:
+        with open_version(version) as con:
+            read.update(published / file for file in version_part_files(con, current_catalog(con)))
+    folder = published / PARTS_DIR
+    kept = []
+    for entry in sorted(folder.iterdir()) if folder.exists() else []:
+        if entry in read:
+            kept.append(entry)
+        else:
+            entry.unlink(missing_ok=True)
+    return kept
 
 
 def _disk_bytes(path: Path) -> int:

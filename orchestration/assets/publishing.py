@@ -29,7 +29,8 @@ DATA_CHANGED_EVENT = dg.AssetKey("data_changed_event")
             group_name="publish",
             kinds={"duckdb"},
             deps=[mart_asset_key(c.name) for c in contracts_published()],
-            description="An immutable DuckDB file of every contracted mart.",
+            description="An immutable DuckDB file of every contracted mart (views over part "
+            "files that versions share where their rows are equal).",
         ),
         dg.AssetSpec(
             CHANGE_RECORDS,
@@ -69,6 +70,7 @@ def publish_version(context: dg.AssetExecutionContext) -> Iterator[dg.Materializ
             "version": result.version or "(unchanged)",
             "changed": result.changed,
             "versions_on_disk": retention.kept,
+            "parts_on_disk": retention.parts,
             "published_disk_bytes": dg.MetadataValue.int(retention.disk_bytes),
             "versions_removed": dg.MetadataValue.json(retention.removed),
         },

@@ -31,6 +31,7 @@ from findata.orchestration.checks.frames import quote, read_frame
 from findata.orchestration.checks.partitioned import Slice, result_of_parts, validate_slice
 from findata.orchestration.checks.results import ContractCheckResult
 from findata.orchestration.checks.suite import build_suite
+from findata.published import attach_version, detach_version
 
 TABLE_RULES = frozenset({"row_count_min_ratio"})
 """Rules about the whole table, checked on its row count."""
@@ -67,13 +68,13 @@ def check_changed_rows(
     ``published``); see the module doc."""
     relation = f"{quote(schema)}.{quote(contract.name)}"
     ((row_count,),) = con.execute(f"SELECT count(*) FROM {relation}").fetchall()
-    con.execute(f"ATTACH '{published}' AS served (READ_ONLY)")
+    attach_version(con, published, "served")
     try:
         frame = read_frame(
             con, changed_rows_sql(relation, f"served.main.{quote(contract.name)}", contract)
         )
     finally:
-        con.execute("DETACH served")
+        detach_version(con, "served")
     suite = build_suite(contract, today=today, previous_rows=previous_rows).to_json_dict()
     expectations = suite["expectations"]
     table = tuple(e for e in expectations if (e.get("meta") or {}).get("rule") in TABLE_RULES)

@@ -23,7 +23,8 @@ import duckdb
 from findata.contracts.datasets import DatasetContract
 from findata.orchestration.build_inputs import build_before, code_fingerprint
 from findata.orchestration.publish import table_fingerprint
-from findata.published import current_version_at
+from findata.orchestration.published_parts import read_parts, table_print
+from findata.published import current_catalog, current_version_at, open_version
 from findata.settings import Settings
 
 
@@ -51,6 +52,11 @@ def unchanged_since(
     if comparable is None:
         return None
     label, published = comparable
-    with duckdb.connect(str(published), read_only=True) as served:
-        served_print = table_fingerprint(served, "main", contract)
+    with open_version(published) as served:
+        parts = read_parts(served, current_catalog(served))
+        served_print = (
+            table_fingerprint(served, "main", contract)
+            if parts is None
+            else table_print(contract, [p for p in parts if p.dataset == contract.name])
+        )
     return label if table_fingerprint(warehouse, "marts", contract) == served_print else None

@@ -35,6 +35,7 @@ from findata.clock import ManualClock
 from findata.control_plane.database import engine_for
 from findata.control_plane.schema import versions
 from findata.orchestration.refresh import run_refresh
+from findata.published import open_version
 from findata.settings import Settings, get_settings
 from tests.databases import fresh_postgres_database
 
@@ -253,6 +254,6 @@ def redistribution_key(api: RunningApi) -> str:
 def published_db(published_home: Path) -> Iterator[duckdb.DuckDBPyConnection]:
     """The published version the API serves, read-only (the endpoint tests' oracle)."""
     (path,) = (published_home / "published").glob("*.duckdb")
-    connection = duckdb.connect(str(path), read_only=True)
+    connection = open_version(path)
     yield connection
     connection.close()

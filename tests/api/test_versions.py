@@ -22,7 +22,8 @@ from findata.api.app import create_app
 from findata.api.published import KEEP_OLD_VERSIONS, PublishedData
 from findata.control_plane.database import engine_for
 from findata.control_plane.schema import versions
-from findata.published import current_version
+from findata.orchestration.publish import contracts_published
+from findata.published import attach_version, current_version
 from findata.settings import Settings
 from tests.api.server import RunningApi, copy_published_home, serve, start_clock
 
@@ -53,8 +54,10 @@ def _publish_copy_without(settings: Settings, entity_id: int, since: str, number
     assert current is not None
     label = f"{current.label}-next{number}"
     target = settings.published_dir / f"{label}.duckdb"
-    shutil.copy(settings.published_dir / current.file_name, target)
-    with duckdb.connect(str(target)) as data:
+    with duckdb.connect(str(target)) as data:  # a version holding its tables (as before parts)
+        attach_version(data, settings.published_dir / current.file_name, "current")
+        for contract in contracts_published():
+            data.execute(f'CREATE TABLE "{contract.name}" AS FROM current."{contract.name}"')
         data.execute("DELETE FROM prices WHERE entity_id = ? AND date >= ?", [entity_id, since])
     with engine.begin() as connection:
         connection.execute(

@@ -94,6 +94,11 @@ def _step_errors(run_id: str) -> dict[str, str]:
     }
 
 
+def _listing(published: Path) -> list[str]:
+    """Every file under ``published`` (versions, parts, side files), relative to it."""
+    return sorted(str(f.relative_to(published)) for f in published.rglob("*"))
+
+
 def test_a_full_disk_fails_the_publish_cleanly_and_the_current_version_stays_served(
     two_week_old_demo: PublishedDemo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -101,10 +106,17 @@ def test_a_full_disk_fails_the_publish_cleanly_and_the_current_version_stays_ser
     published = home / "published"
     aside = published.rename(tmp_path / "published-aside")
     published.mkdir()
-    files = sorted(aside.iterdir())
-    # a new version is about as large as the current one: room for half of it fills the disk
-    biggest = max(f.stat().st_size for f in files if f.suffix == ".duckdb")
-    size = sum(_pages(f.stat().st_size) for f in files) + _pages(biggest // 2)
+    files = sorted(f for f in aside.rglob("*") if f.is_file())
+    # a new trading day writes this year's prices again (versions share the other parts), about
+    # as large as the current version's (all of them when the day opens a new year): room for
+    # half of that fills the disk
+    as_of = dt.date.fromisoformat(two_week_old_demo.scenarios["as_of"])
+    new_year = next_session(as_of).year != as_of.year
+    rewritten = [
+        f for f in aside.glob("parts/prices__*.parquet") if new_year or "__recent__" in f.name
+    ]
+    written = sum(f.stat().st_size for f in rewritten)
+    size = sum(_pages(f.stat().st_size) for f in files) + _pages(written // 2)
 
     monkeypatch.setenv("FINDATA_HOME", str(home))
     monkeypatch.setenv("DAGSTER_HOME", str(home / "dagster"))
@@ -119,8 +131,7 @@ def test_a_full_disk_fails_the_publish_cleanly_and_the_current_version_stays_ser
     uncached = {**query, "limit": 4999}
 
     with _tmpfs(published, size):
-        for f in files:
-            shutil.copy2(f, published / f.name)
+        shutil.copytree(aside, published, dirs_exist_ok=True)
         clock = start_clock()
         with (
             serve(create_app(Settings(home=home), clock), clock) as running,
@@ -137,7 +148,7 @@ def test_a_full_disk_fails_the_publish_cleanly_and_the_current_version_stays_ser
 
             # a new trading day: the refresh must publish, and the disk cannot hold it
             add_price_day(settings.landing_dir, day, [plain["entity_id"]])
-            listing = sorted(os.listdir(published))
+            listing = _listing(published)
             free = shutil.disk_usage(published).free
             failed = run_refresh(settings)
 
@@ -146,7 +157,7 @@ def test_a_full_disk_fails_the_publish_cleanly_and_the_current_version_stays_ser
             assert list(errors) == ["publish"], errors
             assert "No space left on device" in errors["publish"], errors["publish"]
             # nothing left behind (staging file, .wal, .tmp) and the space given back
-            assert sorted(os.listdir(published)) == listing
+            assert _listing(published) == listing
             assert shutil.disk_usage(published).free == free
             # nothing published, and the current version still served
             assert _control_plane(settings) == plane
@@ -165,9 +176,11 @@ def test_a_full_disk_fails_the_publish_cleanly_and_the_current_version_stays_ser
             assert after_plane["current"] == published_now.version != plane["current"]
             assert after_plane["records"] > plane["records"]
             assert after_plane["events"] == plane["events"] + 1
-            assert sorted(os.listdir(published)) == sorted(
-                [*listing, f"{published_now.version}.duckdb"]
-            )
+            added = set(_listing(published)) - set(listing)
+            assert set(listing) <= set(_listing(published))  # the old version reads its parts
+            assert f"{published_now.version}.duckdb" in added
+            assert [p for p in added if p.startswith("parts/prices__recent__")]
+            assert bool([p for p in added if p.startswith("parts/prices__history__")]) == new_year
             assert client.get("/v1/status").json()["version"] == published_now.version
             after = client.get(path, params=query)
             assert after.status_code == 200, after.text

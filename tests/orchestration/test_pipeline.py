@@ -30,7 +30,7 @@ from findata.orchestration.publish import FAULT_AFTER_VERSION_FILE, FAULT_ENV
 from findata.orchestration.published_diff import published_differences
 from findata.orchestration.readers.security_master import read_security_master
 from findata.orchestration.refresh import RefreshOutcome, run_refresh
-from findata.published import current_version_at
+from findata.published import attach_version, current_version_at, open_version, version_part_files
 from findata.settings import Settings, get_settings
 from tests.orchestration.landing_edits import (
     add_price_day,
@@ -80,6 +80,15 @@ def _snapshot(settings: Settings) -> Snapshot:
         return Snapshot(rows(schema.versions), rows(schema.change_records), rows(schema.events))
 
 
+def _current_parts(settings: Settings) -> set[str]:
+    """The part files the current version reads."""
+    current = current_version_at(settings.control_plane_url)
+    assert current is not None
+    with duckdb.connect() as con:
+        attach_version(con, settings.published_dir / current.file_name, "current")
+        return set(version_part_files(con, "current"))
+
+
 def _kill_refresh_when_dbt_logs(settings: Settings, marker: bytes) -> bool:
     """Start ``findata refresh`` in a process group of its own and SIGKILL the group as soon as
     dbt's log shows ``marker``; True when it was killed (False: it ended first)."""
@@ -125,9 +134,11 @@ def steps(two_week_old_demo: PublishedDemo, tmp_path_factory: pytest.TempPathFac
             )
             result.snapshots[name] = _snapshot(settings)
             result.facts[f"record_after_{name}"] = last_built(settings)
+            result.facts[f"parts_after_{name}"] = _current_parts(settings)
 
         result.outcomes["first"] = two_week_old_demo.first
         result.snapshots["first"] = _snapshot(settings)
+        result.facts["parts_after_first"] = _current_parts(settings)
         step("unchanged")  # starts no run: nothing a build reads changed
         step("unchanged_run", run_when_unchanged=True)  # the run stops at its first step
         step("forced", force=True)  # builds all the same, and finds nothing to publish
@@ -139,7 +150,7 @@ def steps(two_week_old_demo: PublishedDemo, tmp_path_factory: pytest.TempPathFac
             *scenarios["share_classes"]["security_entity_ids"],
         ]
         add_price_day(landing, day, gainers)
-        result.facts.update(day=day, gainers=gainers)
+        result.facts.update(day=day, day_before=as_of, gainers=gainers)
         step("one_day")
 
         row = master[master["ticker"] == scenarios["plain"]["ticker"]].iloc[0]
@@ -282,7 +293,7 @@ def test_a_split_landed_for_an_earlier_date_re_adjusts_that_security_before_it(
     prices = [r for r in records if r["dataset"] == "prices"]
     assert [int(r["entity"]) for r in prices] == [steps.facts["split_entity"]]
     version = steps.snapshots["split_added"].versions[-1]["file_name"]
-    with duckdb.connect(str(steps.home / "published" / version), read_only=True) as con:
+    with open_version(steps.home / "published" / version) as con:
         (first,) = con.execute(
             "SELECT min(date) FROM prices WHERE entity_id = ?", [steps.facts["split_entity"]]
         ).fetchone()
@@ -319,7 +330,7 @@ def test_a_mart_that_changed_is_checked_on_the_rows_it_changed(steps: Steps) -> 
     assert steps.outcomes["forced"].changed_rows_checked == {}
     # the split security's bars up to its split day (re-adjusted), nothing else
     version = steps.snapshots["split_added"].versions[-1]["file_name"]
-    with duckdb.connect(str(steps.home / "published" / version), read_only=True) as con:
+    with open_version(steps.home / "published" / version) as con:
         (re_adjusted,) = con.execute(
             "SELECT count(*) FROM prices WHERE entity_id = ? AND date <= ?",
             [steps.facts["split_entity"], steps.facts["split_day"]],
@@ -343,6 +354,22 @@ def test_one_more_trading_day_changes_exactly_the_securities_that_gained_a_row(
     assert len(steps.new_events("one_day", "unchanged")) == 1
 
 
+def test_a_version_shares_every_part_it_did_not_change(steps: Steps) -> None:
+    """One more trading day writes again the parts of the datasets it changed (this year's
+    prices, not their history, unless the day opens a new year: then the split moves and both
+    prices parts are new): the new version reads every other part from the files the version
+    before it reads."""
+    before, after = steps.facts["parts_after_unchanged"], steps.facts["parts_after_one_day"]
+    assert steps.facts["parts_after_first"] == before
+    written = {tuple(Path(p).name.split("__")[:2]) for p in after - before}
+    changed = {r["dataset"] for r in steps.new_records("one_day", "unchanged")}
+    assert {dataset for dataset, _ in written} == changed
+    new_year = steps.facts["day"].year != steps.facts["day_before"].year
+    assert ("prices", "recent") in written
+    assert (("prices", "history") in written) == new_year
+    assert len(after - before) == len(before - after) == len(written)
+
+
 def test_a_restating_filing_changes_that_issuer_only_and_keeps_the_old_figures(
     steps: Steps,
 ) -> None:
@@ -351,7 +378,7 @@ def test_a_restating_filing_changes_that_issuer_only_and_keeps_the_old_figures(
     assert "fundamentals" in datasets
     assert {r["entity"] for r in records} == {str(steps.facts["issuer"])}
     version = steps.snapshots["restated"].versions[-1]["file_name"]
-    with duckdb.connect(str(steps.home / "published" / version), read_only=True) as con:
+    with open_version(steps.home / "published" / version) as con:
         rows = con.execute(
             "SELECT accession, known_from FROM fundamentals WHERE issuer_entity_id = ? "
             "AND period_end = ? AND period_type = 'annual' ORDER BY known_from",
@@ -412,3 +439,12 @@ def test_a_crash_before_the_commit_then_a_rerun_publishes_exactly_once(steps: St
     assert len(steps.new_events("after_crash", "crashed")) == 1
     files = sorted(p.name for p in (steps.home / "published").glob("*.duckdb"))
     assert files == sorted(v["file_name"] for v in after.versions)
+    # the parts the crashed publish wrote are the rerun's, written once: every part on disk
+    # is read by a version on disk
+    read: set[str] = set()
+    with duckdb.connect() as con:
+        for n, name in enumerate(files):
+            attach_version(con, steps.home / "published" / name, f"v{n}")
+            read.update(version_part_files(con, f"v{n}"))
+    on_disk = {f"parts/{p.name}" for p in (steps.home / "published" / "parts").iterdir()}
+    assert on_disk == read
