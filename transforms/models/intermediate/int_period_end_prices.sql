@@ -27,6 +27,15 @@ issuer_securities as (
     where entity_grain = 'security'
 ),
 
+-- the days a period end looks back on (itself and the 7 before it): the last bar on or before
+-- a period end counts only when it falls in them, so the as-of joins below sort these bars
+-- alone (about one in eight) and give what they would give on every bar
+period_windows as (
+    select distinct periods.period_end - cast(offsets.days as integer) as trade_date
+    from periods
+    cross join range(8) as offsets (days)
+),
+
 prices as (
     select
         entity_id,
@@ -34,6 +43,7 @@ prices as (
         close,
         market_cap
     from {{ ref('prices') }}
+    where date in (select period_windows.trade_date from period_windows)
 ),
 
 split_indexes as (
