@@ -1,23 +1,33 @@
 """A landing source read into its raw tables, parsing only the units not parsed before.
 
 The readers parse a landing unit (a file, or a 13F folder) into pandas frames; the parsed rows
-are kept in the pipeline's cache (``build/landing-cache/<source>/<table>.parquet``, each row
-tagged with its unit's key and its position in the unit) with ``units.json`` naming the units
-the files hold and the tables' column types. A refresh parses the new and changed units only;
-DuckDB merges their rows with the cached ones (units in landing order, rows in unit order),
-writes the raw tables from the result and the cache for the next time. Fifteen million cached
-price rows and a new day's file cost a DuckDB scan, not a pandas round trip of every row.
+are kept in the pipeline's cache (``build/landing-cache/<source>/<table>[.<n>].parquet``, each
+row tagged with its unit's key and its position in the unit) with ``units.json`` naming the
+units the files hold, the files, the tables' column types and the load that wrote them. A
+refresh parses the new and changed units only. Then either:
+
+- **appended**: when the units held are the first units of landing, in the same order, the
+  warehouse's raw tables are the ones this cache's last load wrote, and the new rows have the
+  raw tables' columns and types (a new day's price file, say), the new rows are written to a
+  file of their own beside the cached ones and inserted after the raw tables' rows: the order
+  a merge would give, without rewriting what was there;
+- **merged**: otherwise (a unit changed, was removed or sorts before a held one, new columns,
+  or ``MAX_FILES`` files per table already), DuckDB merges the new rows with the cached ones of
+  known units (units in landing order, rows in unit order), writes the raw tables from the
+  result and the cache again as one file per table.
 
 Written in this order, so that a crash anywhere leaves a cache that says no more than it holds:
-the new Parquet files beside the old ones, the raw tables and the source's fingerprint (one
-transaction), the Parquet files renamed into place, then ``units.json``. Rows of units that
-``units.json`` does not name are never taken from the cache (they are parsed again).
+the new Parquet files (staging names), the raw tables with the source's fingerprint and the
+load's id (one transaction), the Parquet files renamed into place, then ``units.json``. Rows of
+units and files ``units.json`` does not name are never taken from the cache (they are parsed
+again), and a load whose id the warehouse does not hold is never appended to.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 from pathlib import Path
 from typing import Any
@@ -26,11 +36,13 @@ import duckdb
 import pandas as pd
 
 from findata.orchestration.landing import LANDING_SOURCES, LandingSource, concat_frames, unit_key
-from findata.orchestration.raw import RAW_SCHEMA, raw_transaction
+from findata.orchestration.raw import RAW_SCHEMA, cache_load, raw_transaction
 
 UNITS_FILE = "units.json"
 #: parsed rows pandas holds per table before DuckDB takes them (a few hundred MB at most)
 BATCH_ROWS = 1_000_000
+#: files per table the cache keeps before a load merges them into one again
+MAX_FILES = 32
 _UNIT = "_landing_unit"
 _POSITION = "_landing_position"
 
@@ -45,17 +57,19 @@ def load_source(
     memory_limit: str,
     batch_rows: int = BATCH_ROWS,
 ) -> dict[str, int]:
-    """Replace source ``name``'s raw tables in ``database`` with its landing units' rows, with
-    its ``fingerprint``, parsing only the units ``cache`` does not hold; rows per table. DuckDB
-    merges them within ``memory_limit``, spilling beside the cache beyond it; pandas holds the
-    parsed rows of ``batch_rows`` at a time."""
+    """Bring source ``name``'s raw tables in ``database`` to its landing units' rows, with its
+    ``fingerprint``, parsing only the units ``cache`` does not hold (appended or merged: see
+    the module doc); rows per table. DuckDB works within ``memory_limit``, spilling beside the
+    cache beyond it; pandas holds the parsed rows of ``batch_rows`` at a time."""
     source = LANDING_SOURCES[name]
     units = {unit_key(unit): unit for unit in source.units(landing)}
     keys = list(units)
     held = _held(cache, source)
     known = set(held["units"]) & set(keys) if held else set()
+    files: dict[str, list[str]] = held["files"] if held else {}
     staged = {table: cache / f".staging-{table}.parquet" for table in source.tables}
     spill = cache / ".spill"
+    load = secrets.token_hex(8)
     cache.mkdir(parents=True, exist_ok=True)  # DuckDB makes the spill folder, not its parents
     try:
         config = {"memory_limit": memory_limit, "temp_directory": str(spill)}
@@ -70,29 +84,35 @@ def load_source(
                 {"known": sorted(known)},
             )
             fresh = _parse_into(con, source, units, known, batch_rows)
-            types = {
-                table: _stage(
-                    con,
-                    cache / f"{table}.parquet",
-                    (held or {}).get("columns", {}).get(table),
-                    fresh[table],
-                    staged[table],
+            appended = (
+                held is not None
+                and _appendable(held, keys, files, cache_load(database, name))
+                and _stage_appended(con, cache, files, held["columns"], fresh, staged)
+            )
+            if appended:
+                types = held["columns"]
+            else:
+                types = {
+                    table: _stage_merged(con, cache, table, held, fresh[table], staged[table])
+                    for table in source.tables
+                }
+        written = [t for t in source.tables if staged[t].exists()]
+        with raw_transaction(database, name, fingerprint, cache_load=load) as con:
+            for table in written:
+                rows_of = f"SELECT {_typed(types[table])} FROM read_parquet('{staged[table]}')"
+                con.execute(
+                    f'INSERT INTO {RAW_SCHEMA}."{table}" {rows_of}'
+                    if appended
+                    else f'CREATE OR REPLACE TABLE {RAW_SCHEMA}."{table}" AS {rows_of}'
                 )
+            rows = {
+                table: con.execute(f'SELECT count(*) FROM {RAW_SCHEMA}."{table}"').fetchall()[0][0]
                 for table in source.tables
             }
-        with raw_transaction(database, name, fingerprint) as con:
-            rows = {}
-            for table in source.tables:
-                con.execute(
-                    f'CREATE OR REPLACE TABLE {RAW_SCHEMA}."{table}" AS SELECT '
-                    f"{_typed(types[table])} FROM read_parquet('{staged[table]}')"
-                )
-                rows[table] = con.execute(
-                    f'SELECT count(*) FROM {RAW_SCHEMA}."{table}"'
-                ).fetchall()[0][0]
-        for table in source.tables:
-            os.replace(staged[table], cache / f"{table}.parquet")
-        _write_held(cache, {"units": keys, "columns": types})
+        new_files = _place_files(cache, source, files if appended else {}, staged, written)
+        _write_held(cache, {"units": keys, "columns": types, "files": new_files, "load": load})
+        if not appended:
+            _remove_unlisted_files(cache, source, new_files)
     finally:
         for path in staged.values():
             path.unlink(missing_ok=True)
@@ -100,21 +120,70 @@ def load_source(
     return rows
 
 
+def _appendable(
+    held: dict[str, Any], keys: list[str], files: dict[str, list[str]], loaded: str | None
+) -> bool:
+    """Whether the new units can be appended: the held units are landing's first, in order,
+    the warehouse's raw tables are the held load's, and no table has ``MAX_FILES`` files."""
+    units = held["units"]
+    return (
+        len(keys) > len(units)
+        and keys[: len(units)] == units
+        and loaded is not None
+        and held.get("load") == loaded
+        and all(len(names) < MAX_FILES for names in files.values())
+    )
+
+
 def _held(cache: Path, source: LandingSource) -> dict[str, Any] | None:
-    """What the cache holds (``units.json``), if it holds every table of the source."""
+    """What the cache holds (``units.json``, its ``files`` filled in for a list written before
+    files were), if every file it names of every table of the source is there."""
     try:
         held = json.loads((cache / UNITS_FILE).read_text())
     except (OSError, ValueError):
         return None
-    if not all((cache / f"{t}.parquet").exists() for t in source.tables):
+    if not isinstance(held, dict) or "units" not in held:
         return None
-    return held if isinstance(held, dict) and "units" in held else None
+    files = held.setdefault("files", {t: [f"{t}.parquet"] for t in source.tables})
+    if sorted(files) != sorted(source.tables) or not all(
+        (cache / name).exists() for names in files.values() for name in names
+    ):
+        return None
+    return held
 
 
 def _write_held(cache: Path, held: dict[str, Any]) -> None:
     staging = cache / f".{UNITS_FILE}"
     staging.write_text(json.dumps(held))
     os.replace(staging, cache / UNITS_FILE)
+
+
+def _place_files(
+    cache: Path,
+    source: LandingSource,
+    files: dict[str, list[str]],
+    staged: dict[str, Path],
+    written: list[str],
+) -> dict[str, list[str]]:
+    """Rename each written staging file into place: after ``files`` (appended) or as the
+    table's one file (merged, ``files`` empty); each table's files are returned."""
+    placed = {}
+    for table in source.tables:
+        names = list(files.get(table, []))
+        if table in written:
+            name = f"{table}.{len(names)}.parquet" if names else f"{table}.parquet"
+            os.replace(staged[table], cache / name)
+            names.append(name)
+        placed[table] = names
+    return placed
+
+
+def _remove_unlisted_files(cache: Path, source: LandingSource, files: dict[str, list[str]]) -> None:
+    """Delete the appended files a merge replaced (and any a crash left unlisted)."""
+    for table in source.tables:
+        for path in cache.glob(f"{table}.*.parquet"):
+            if path.name not in files[table]:
+                path.unlink(missing_ok=True)
 
 
 def _parse_into(
@@ -160,29 +229,82 @@ def _typed(columns: list[list[str]]) -> str:
     return ", ".join(f'CAST("{c}" AS {t}) AS "{c}"' for c, t in columns)
 
 
-def _stage(
+def _union(
     con: duckdb.DuckDBPyConnection,
-    cached: Path,
+    table: str,
+    cached: list[Path],
     columns: list[list[str]] | None,
+    known_only: bool,
     fresh: list[str],
-    target: Path,
-) -> list[list[str]]:
-    """Write ``target``: the cached rows of known units (typed as when they were loaded) and
-    the ``fresh`` temp tables' rows, units in landing order and rows in unit order; the rows'
-    columns and types (the unit and position columns left out) are returned."""
+) -> tuple[str, list[list[str]]]:
+    """The cached rows (of known units, or none: then only their columns and types) and the
+    ``fresh`` temp tables' rows, as one SQL union by name; with its columns and types (the unit
+    and position columns left out)."""
     parts = []
-    if columns is not None:  # the cache's files and units.json are all there (``_held``)
+    if columns is not None and cached:  # the cache's files and units.json are all there
+        paths = ", ".join(f"'{path}'" for path in cached)
+        where = f"{_UNIT} IN (SELECT unit FROM known_units)" if known_only else "false"
         parts.append(
-            f"SELECT {_typed(columns)}, {_UNIT}, {_POSITION} FROM read_parquet('{cached}') "
-            f"WHERE {_UNIT} IN (SELECT unit FROM known_units)"
+            f"SELECT {_typed(columns)}, {_UNIT}, {_POSITION} FROM read_parquet([{paths}]) "
+            f"WHERE {where}"
         )
     parts.extend(f'SELECT * FROM "{table}"' for table in fresh)
     if not parts:  # a source without any unit: DuckDB refuses a table without columns
-        raise ValueError(f"no landing file to read into {target.stem.removeprefix('.staging-')}")
+        raise ValueError(f"no landing file to read into {table}")
     union = " UNION ALL BY NAME ".join(f"({part})" for part in parts)
     described = con.execute(f"DESCRIBE {union}").fetchall()
+    return union, [[name, kind] for name, kind, *_ in described if name not in (_UNIT, _POSITION)]
+
+
+def _copy_in_landing_order(con: duckdb.DuckDBPyConnection, union: str, target: Path) -> None:
     con.execute(
         f"COPY (SELECT rows.* FROM ({union}) rows JOIN unit_order o ON o.unit = rows.{_UNIT} "
         f"ORDER BY o.place, rows.{_POSITION}) TO '{target}' (FORMAT parquet)"
     )
-    return [[name, kind] for name, kind, *_ in described if name not in (_UNIT, _POSITION)]
+
+
+def _stage_merged(
+    con: duckdb.DuckDBPyConnection,
+    cache: Path,
+    table: str,
+    held: dict[str, Any] | None,
+    fresh: list[str],
+    target: Path,
+) -> list[list[str]]:
+    """Write ``target``: the cached rows of known units (typed as when they were loaded) and
+    the ``fresh`` temp tables' rows of ``table``, units in landing order and rows in unit
+    order; the rows' columns and types are returned."""
+    files = [cache / name for name in held["files"][table]] if held else []
+    columns = held["columns"].get(table) if held else None
+    union, types = _union(con, table, files, columns, True, fresh)
+    _copy_in_landing_order(con, union, target)
+    return types
+
+
+def _stage_appended(
+    con: duckdb.DuckDBPyConnection,
+    cache: Path,
+    files: dict[str, list[str]],
+    columns: dict[str, list[list[str]]],
+    fresh: dict[str, list[str]],
+    staged: dict[str, Path],
+) -> bool:
+    """Write each table's new rows to its staging file (none for a table without new rows),
+    typed as a merge would type them, in landing order; False, writing nothing, when a merge
+    would change a raw table's columns or types."""
+    unions = {}
+    for table, batches in fresh.items():
+        if not _count(con, batches):
+            continue
+        cached = [cache / name for name in files[table]]
+        union, types = _union(con, table, cached, columns[table], False, batches)
+        if types != columns[table]:
+            return False
+        unions[table] = union
+    for table, union in unions.items():
+        _copy_in_landing_order(con, union, staged[table])
+    return True
+
+
+def _count(con: duckdb.DuckDBPyConnection, tables: list[str]) -> int:
+    return sum(con.execute(f'SELECT count(*) FROM "{t}"').fetchall()[0][0] for t in tables)

@@ -81,6 +81,27 @@ def plan_parts(
     if column is not None:
         ((latest,),) = con.execute(f'SELECT max("{column}") FROM {source}').fetchall()
         since = None if latest is None else dt.date(latest.year, 1, 1)
+    return _fingerprinted_parts(con, contract, source, since)
+
+
+def unchanged_parts(
+    con: duckdb.DuckDBPyConnection, contract: DatasetContract, source: str, served: list[Part]
+) -> list[Part]:
+    """The parts of ``served`` (a version's parts of the dataset) whose rows ``source`` holds
+    exactly, split as they are split: one scan of the table."""
+    since = served[0].since if served else None
+    files = {p.name: p.file for p in _fingerprinted_parts(con, contract, source, since)}
+    return [p for p in served if files.get(p.name) == p.file]
+
+
+def part_predicate(contract: DatasetContract, part: Part) -> str:
+    """The rows of ``part``, as a SQL condition on the dataset's columns."""
+    return _predicate(contract, part.name, part.since)
+
+
+def _fingerprinted_parts(
+    con: duckdb.DuckDBPyConnection, contract: DatasetContract, source: str, since: dt.date | None
+) -> list[Part]:
     names = ["all"] if since is None else ["history", "recent"]
     part = (
         "'all'"

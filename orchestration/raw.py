@@ -18,6 +18,9 @@ import pandas as pd
 
 RAW_SCHEMA = "raw"
 FINGERPRINTS = f"{RAW_SCHEMA}._landing_fingerprints"
+CACHE_LOADS = f"{RAW_SCHEMA}._landing_cache_loads"
+"""Per source, the landing cache's load that wrote its tables (``landing_cache``); none when
+they were written otherwise."""
 
 
 def write_raw_tables(
@@ -40,31 +43,53 @@ def write_raw_tables(
 
 @contextlib.contextmanager
 def raw_transaction(
-    database: Path, source: str | None = None, fingerprint: str | None = None
+    database: Path,
+    source: str | None = None,
+    fingerprint: str | None = None,
+    *,
+    cache_load: str | None = None,
 ) -> Iterator[duckdb.DuckDBPyConnection]:
     """A connection to the warehouse in one transaction that replaces raw tables and, when
-    ``source`` is given, records its ``fingerprint`` (or forgets it, for None) as it commits."""
+    ``source`` is given, records its ``fingerprint`` (or forgets it, for None) and the landing
+    cache's load that wrote them (``cache_load``; None: not the cache) as it commits."""
     database.parent.mkdir(parents=True, exist_ok=True)
     with duckdb.connect(str(database)) as con:
         con.execute(f"CREATE SCHEMA IF NOT EXISTS {RAW_SCHEMA}")
-        con.execute(
-            f"CREATE TABLE IF NOT EXISTS {FINGERPRINTS} (source VARCHAR PRIMARY KEY, "
-            "fingerprint VARCHAR NOT NULL)"
-        )
+        for table, column in ((FINGERPRINTS, "fingerprint"), (CACHE_LOADS, "cache_load")):
+            con.execute(
+                f"CREATE TABLE IF NOT EXISTS {table} (source VARCHAR PRIMARY KEY, "
+                f"{column} VARCHAR NOT NULL)"
+            )
         con.execute("BEGIN TRANSACTION")
         yield con
         if source is not None:
-            con.execute(f"DELETE FROM {FINGERPRINTS} WHERE source = ?", [source])
-            if fingerprint is not None:
-                con.execute(f"INSERT INTO {FINGERPRINTS} VALUES (?, ?)", [source, fingerprint])
+            for table, value in ((FINGERPRINTS, fingerprint), (CACHE_LOADS, cache_load)):
+                con.execute(f"DELETE FROM {table} WHERE source = ?", [source])
+                if value is not None:
+                    con.execute(f"INSERT INTO {table} VALUES (?, ?)", [source, value])
         con.execute("COMMIT")
 
 
 def forget_landing_fingerprints(database: Path) -> None:
-    """Every source is read again on the next run (a forced build starts from landing)."""
+    """Every source is read again on the next run (a forced build starts from landing), its
+    raw tables written whole."""
     if database.exists():
         with duckdb.connect(str(database)) as con:
             con.execute(f"DROP TABLE IF EXISTS {FINGERPRINTS}")
+            con.execute(f"DROP TABLE IF EXISTS {CACHE_LOADS}")
+
+
+def cache_load(database: Path, source: str) -> str | None:
+    """The landing cache's load that wrote ``source``'s raw tables; None when unknown."""
+    if not database.exists():
+        return None
+    with duckdb.connect(str(database), read_only=True) as con:
+        if CACHE_LOADS.split(".", 1)[1] not in _raw_tables(con):
+            return None
+        found = con.execute(
+            f"SELECT cache_load FROM {CACHE_LOADS} WHERE source = ?", [source]
+        ).fetchall()
+    return found[0][0] if found else None
 
 
 def landing_fingerprints(database: Path) -> dict[str, str]:

@@ -31,15 +31,19 @@ from findata.orchestration.checks.frames import quote, read_frame
 from findata.orchestration.checks.partitioned import Slice, result_of_parts, validate_slice
 from findata.orchestration.checks.results import ContractCheckResult
 from findata.orchestration.checks.suite import build_suite
+from findata.orchestration.published_parts import part_predicate, read_parts, unchanged_parts
 from findata.published import attach_version, detach_version
 
 TABLE_RULES = frozenset({"row_count_min_ratio"})
 """Rules about the whole table, checked on its row count."""
 
 
-def changed_rows_sql(relation: str, served: str, contract: DatasetContract) -> str:
+def changed_rows_sql(
+    relation: str, served: str, contract: DatasetContract, scope: str = "true"
+) -> str:
     """The rows of ``relation`` not in ``served`` (a published table), and every row of
-    ``relation`` sharing a key (nulls equal) with one of them.
+    ``relation`` sharing a key (nulls equal) with one of them. Only the rows in ``scope`` (a
+    condition) are compared: the rows outside it must be the same on both sides.
 
     Rows are compared by key and a 64-bit hash of every column (as the version fingerprints
     are), not column by column: the set difference of the large demo's 15 M full price rows
@@ -48,10 +52,24 @@ def changed_rows_sql(relation: str, served: str, contract: DatasetContract) -> s
     row_hash = f"hash({', '.join(quote(c) for c in contract.column_names)})"
     same_key = " AND ".join(f"m.{quote(k)} IS NOT DISTINCT FROM c.{quote(k)}" for k in contract.key)
     return (
-        f"WITH changed AS (SELECT {key}, {row_hash} FROM {relation} "
-        f"EXCEPT ALL SELECT {key}, {row_hash} FROM {served}) "
+        f"WITH changed AS (SELECT {key}, {row_hash} FROM {relation} WHERE {scope} "
+        f"EXCEPT ALL SELECT {key}, {row_hash} FROM {served} WHERE {scope}) "
         f"SELECT m.* FROM {relation} m WHERE EXISTS (SELECT 1 FROM changed c WHERE {same_key})"
     )
+
+
+def differing_parts_scope(
+    con: duckdb.DuckDBPyConnection, relation: str, contract: DatasetContract, catalog: str
+) -> str:
+    """The rows to compare with the version attached as ``catalog``: those of its parts of the
+    dataset whose rows ``relation`` does not hold exactly (a new day leaves the history part
+    as it was: only this year's rows are compared); every row for a version without parts."""
+    served = [p for p in read_parts(con, catalog) or [] if p.dataset == contract.name]
+    if not served:
+        return "true"
+    same = {p.name for p in unchanged_parts(con, contract, relation, served)}
+    differing = [part_predicate(contract, p) for p in served if p.name not in same]
+    return " OR ".join(f"({condition})" for condition in differing) or "false"
 
 
 def check_changed_rows(
@@ -70,8 +88,9 @@ def check_changed_rows(
     ((row_count,),) = con.execute(f"SELECT count(*) FROM {relation}").fetchall()
     attach_version(con, published, "served")
     try:
+        scope = differing_parts_scope(con, relation, contract, "served")
         frame = read_frame(
-            con, changed_rows_sql(relation, f"served.main.{quote(contract.name)}", contract)
+            con, changed_rows_sql(relation, f"served.main.{quote(contract.name)}", contract, scope)
         )
     finally:
         detach_version(con, "served")

@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 
 from findata.contracts.datasets import DatasetContract, dataset_names, load_dataset_contract
+from findata.orchestration.checks.changed_rows import differing_parts_scope
 from findata.orchestration.checks.frames import read_frame
 from findata.orchestration.checks.suite import ordered_pairs, row_count_floor
 from findata.orchestration.contract_checks import (
@@ -24,6 +25,12 @@ from findata.orchestration.contract_checks import (
     run_contract_checks,
     write_data_docs,
 )
+from findata.orchestration.published_parts import (
+    plan_parts,
+    write_missing_parts,
+    write_version_file,
+)
+from findata.published import attach_version, detach_version
 
 TODAY = dt.date(2026, 11, 20)
 PAIR = "expect_column_pair_values_a_to_be_greater_than_b"
@@ -495,3 +502,50 @@ def test_a_changed_mart_is_checked_on_its_changed_rows(
         ("expect_compound_columns_to_be_unique", ("entity_id", "date")),
         ("expect_table_row_count_to_be_between", ()),
     } <= failed(result)
+
+
+def _published_parts(warehouse: Path, published: Path, contract: DatasetContract) -> Path:
+    """The mart as a version of parts holds it (as publish writes it); the version file."""
+    with duckdb.connect() as con:
+        con.execute(f"attach '{warehouse}' as build (read_only)")
+        parts = plan_parts(con, contract, "build.marts.prices")
+        write_missing_parts(con, published, contract, "build.marts.prices", parts)
+    write_version_file(published / "v1.duckdb", published, [contract], parts)
+    return published / "v1.duckdb"
+
+
+def test_only_the_parts_that_differ_from_the_version_are_compared(
+    tmp_path: Path, prices: DatasetContract
+) -> None:
+    """Against a version of parts (history before this year, recent rows), a new day compares
+    this year's rows only (the history part's rows are the version's); a changed row of the
+    history makes it compared too, and its rule failure is found."""
+    warehouse, published = tmp_path / "warehouse.duckdb", tmp_path / "published"
+    old = as_mart(many_prices(entities=10, days=30), prices)
+    old["date"] = old["date"] - dt.timedelta(days=20)  # 2019-12-12 .. 2020-01-10
+    write_mart(warehouse, old, prices)
+    version = _published_parts(warehouse, published, prices)
+    new_day = old[old["date"] == old["date"].max()].assign(date=dt.date(2020, 2, 1))
+    write_mart(warehouse, pd.concat([old, new_day], ignore_index=True), prices)
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        attach_version(con, version, "served")
+        assert differing_parts_scope(con, "marts.prices", prices, "served") == (
+            "(\"date\" >= DATE '2020-01-01')"
+        )
+        detach_version(con, "served")
+        result = check_mart(
+            con, "marts", prices, today=TODAY, previous_rows=300, compared_with=("v1", version)
+        )
+    assert (result.success, result.method, result.row_count) == (True, "changed", 310)
+    assert result.validation["meta"]["contract_check"]["changed_rows"] == 10
+
+    history = old["date"] < pd.Timestamp(2020, 1, 1)
+    bad = old.copy()
+    bad.loc[history.idxmax(), "high"] = bad.loc[history.idxmax(), "low"] - 1  # a 2019 row
+    write_mart(warehouse, pd.concat([bad, new_day], ignore_index=True), prices)
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        result = check_mart(
+            con, "marts", prices, today=TODAY, previous_rows=300, compared_with=("v1", version)
+        )
+    assert result.validation["meta"]["contract_check"]["changed_rows"] == 11
+    assert ("expect_column_pair_values_a_to_be_greater_than_b", ("high", "low")) in failed(result)

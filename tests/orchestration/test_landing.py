@@ -124,3 +124,67 @@ def test_a_cache_file_ahead_of_its_unit_list_is_not_trusted(
     _load(landing, "prices", cache, database)
     again = _prices(database)
     assert len(again) == len(before) + 1 and (again["entity_id"] == 9999999).sum() == 1
+
+
+def _extra_day(landing: Path, name: str, day: str, close: float) -> None:
+    """A price file of one more day for two securities, sorting after every other file."""
+    (landing / "prices" / name).write_text(
+        "entity_id,ticker,date,open,high,low,close,volume\n"
+        f"9999998,ZZY,{day},1,2,1,{close},10\n9999999,ZZZ,{day},1,2,1,{close},20\n"
+    )
+
+
+def _cache_files(cache: Path) -> list[str]:
+    return sorted(p.name for p in cache.glob("*.parquet"))
+
+
+def _differences_from_direct(landing: Path, database: Path, direct: Path) -> list[str]:
+    write_raw_tables(direct, read_source(landing, "prices"))
+    with duckdb.connect() as con:
+        con.execute(f"ATTACH '{direct}' AS direct (READ_ONLY)")
+        con.execute(f"ATTACH '{database}' AS cached (READ_ONLY)")
+        return _tables_differ(con, "direct", "cached", "prices")
+
+
+def test_new_files_after_the_held_ones_are_appended_as_a_merge_would_order_them(
+    small_demo: Demo, tmp_path: Path
+) -> None:
+    """Files landing after every held one are parsed into a file of their own and inserted
+    after the raw rows (no rewrite); each load equals a direct read of landing (columns, types,
+    rows, order). A changed file merges the cache into one file again."""
+    landing = tmp_path / "landing"
+    shutil.copytree(small_demo.landing / "prices", landing / "prices")
+    cache, database = tmp_path / "cache", tmp_path / "warehouse.duckdb"
+    _load(landing, "prices", cache, database)
+    assert _cache_files(cache) == ["prices.parquet"]
+
+    _extra_day(landing, "prices_extra_1.csv", "2030-01-02", 1.5)
+    _extra_day(landing, "prices_extra_2.csv", "2030-01-03", 1.75)
+    _load(landing, "prices", cache, database)
+    assert _cache_files(cache) == ["prices.1.parquet", "prices.parquet"]
+    _extra_day(landing, "prices_extra_3.csv", "2030-01-06", 1.25)
+    _load(landing, "prices", cache, database)
+    assert _cache_files(cache) == ["prices.1.parquet", "prices.2.parquet", "prices.parquet"]
+    assert _differences_from_direct(landing, database, tmp_path / "direct-1.duckdb") == []
+
+    _extra_day(landing, "prices_extra_2.csv", "2030-01-03", 1.9)  # a held file changed
+    _load(landing, "prices", cache, database)
+    assert _cache_files(cache) == ["prices.parquet"]
+    assert _differences_from_direct(landing, database, tmp_path / "direct-2.duckdb") == []
+    assert _prices(database)["close"].tail(6).tolist() == [1.5, 1.5, 1.9, 1.9, 1.25, 1.25]
+
+
+def test_raw_tables_the_cache_did_not_write_are_never_appended_to(
+    small_demo: Demo, tmp_path: Path
+) -> None:
+    """Raw tables written otherwise than by the cache's last load (here directly, as a test
+    fixture does) are rebuilt whole from the cache and the new file, not appended to."""
+    landing = tmp_path / "landing"
+    shutil.copytree(small_demo.landing / "prices", landing / "prices")
+    cache, database = tmp_path / "cache", tmp_path / "warehouse.duckdb"
+    _load(landing, "prices", cache, database)
+    write_raw_tables(database, read_source(landing, "prices"), "prices", "fingerprint")
+    _extra_day(landing, "prices_extra_1.csv", "2030-01-02", 1.5)
+    _load(landing, "prices", cache, database)
+    assert _cache_files(cache) == ["prices.parquet"]  # merged, not appended
+    assert _differences_from_direct(landing, database, tmp_path / "direct.duckdb") == []
