@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/demo_generate.py --size small
     .venv/bin/python benchmarks/demo_generate.py --size large --keep /tmp/findata-large
+    .venv/bin/python benchmarks/demo_generate.py --size large --skip-read --today 2026-11-25
 
 Prints wall-clock seconds, peak memory, files and bytes written, and rows read per table.
 """
@@ -32,13 +33,18 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
     parser.add_argument("--keep", type=Path, help="generate here and keep the files")
     parser.add_argument("--skip-read", action="store_true", help="only time the generation")
+    parser.add_argument(
+        "--today",
+        type=dt.date.fromisoformat,
+        help="generate as on this day, YYYY-MM-DD (default: today, UTC), to compare runs",
+    )
     args = parser.parse_args()
 
     home = args.keep or Path(tempfile.mkdtemp(prefix="findata-bench-"))
     landing = home / "landing"
     if landing.exists():
         shutil.rmtree(landing)
-    today = utc_today(SystemClock())
+    today = args.today or utc_today(SystemClock())
     started = time.perf_counter()
     result = generate_demo(landing, home / "demo", size=args.size, seed=args.seed, today=today)
     generated = time.perf_counter() - started

@@ -11,6 +11,8 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 
+import numpy as np
+
 
 @dataclass(frozen=True)
 class Address:
@@ -94,7 +96,7 @@ class Form4Filing:
         return "4/A" if self.amendment_of else "4"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: the large demo holds 400,000 of them
 class Holding13F:
     """One row of a 13F information table; ``value_usd`` in dollars."""
 
@@ -159,6 +161,73 @@ class Fact:
     frame: str | None = None  # CY2023Q1, CY2023Q1I, CY2023
 
 
+@dataclass(frozen=True, eq=False)  # arrays: compared by identity
+class FactColumns:
+    """Facts as companyfacts lists them, in columns: one array entry per fact, and the fields
+    each fact shares with others (its concept, its filing, its frame) held once and pointed at.
+    The generator lists an issuer's facts so, without a Python object per fact."""
+
+    concepts: tuple[tuple[str, str, str], ...]  # (taxonomy, tag, unit)
+    filings: tuple[tuple[str, int, str, str, dt.date], ...]  # (accession, fy, fp, form, filed)
+    frames: tuple[str, ...]
+    concept: np.ndarray  # per fact: its entry of ``concepts``
+    value: np.ndarray  # float64
+    start: np.ndarray  # int64 proleptic ordinal of the start date; -1 for an instant
+    end: np.ndarray  # int64 proleptic ordinal of the end (or instant) date
+    filing: np.ndarray  # per fact: its entry of ``filings``
+    frame: np.ndarray  # per fact: its entry of ``frames``; -1 for none
+
+    def __len__(self) -> int:
+        return len(self.value)
+
+    def records(self) -> list[Fact]:
+        """The facts as records, in column order (whole values as ``int``)."""
+        facts = []
+        for concept, value, start, end, filing, frame in zip(
+            self.concept.tolist(),
+            self.value.tolist(),
+            self.start.tolist(),
+            self.end.tolist(),
+            self.filing.tolist(),
+            self.frame.tolist(),
+            strict=True,
+        ):
+            taxonomy, tag, unit = self.concepts[concept]
+            accession, fy, fp, form, filed = self.filings[filing]
+            facts.append(
+                Fact(
+                    taxonomy,
+                    tag,
+                    unit,
+                    dt.date.fromordinal(end),
+                    int(value) if value.is_integer() else value,
+                    accession,
+                    fy,
+                    fp,
+                    form,
+                    filed,
+                    start=None if start < 0 else dt.date.fromordinal(start),
+                    frame=None if frame < 0 else self.frames[frame],
+                )
+            )
+        return facts
+
+
+#: date ordinals (to the year 9999) fit in this many bits
+_ORDINAL_BITS = 22
+
+
+def period_keys(start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """One int64 per (start, end) of date ordinals (start -1 for an instant), ordered as the
+    pairs are, so that ``np.unique`` finds distinct periods on one column."""
+    return ((start + 1) << _ORDINAL_BITS) | end
+
+
+def period_of_key(key: int) -> tuple[int, int]:
+    """The (start, end) ``period_keys`` made ``key`` of."""
+    return (key >> _ORDINAL_BITS) - 1, key & ((1 << _ORDINAL_BITS) - 1)
+
+
 @dataclass(frozen=True)
 class CompanyFacts:
     cik: str
@@ -167,7 +236,7 @@ class CompanyFacts:
     labels: dict[str, tuple[str, str]] = field(default_factory=dict)  # tag -> (label, description)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: the large demo holds 180,000 of them
 class FilingIndexEntry:
     """One filing in a submissions JSON ``filings.recent`` column set."""
 

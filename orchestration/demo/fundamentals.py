@@ -16,32 +16,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from findata.orchestration.demo.documents import CompanyFacts, Fact, FilingIndexEntry
-from findata.orchestration.demo.prices import PriceHistory
+from findata.orchestration.demo.documents import FactColumns, FilingIndexEntry
+from findata.orchestration.demo.price_history import PriceHistory
 from findata.orchestration.demo.universe import Issuer, Universe
+from findata.orchestration.demo.xbrl_facts import IssuerFacts, IssuerFactsBuilder
 
 # first fiscal year with XBRL financial data for every filer (SEC's phase-in ended in 2011)
 FIRST_XBRL_YEAR = 2011
 #: days from a period's end to its filing: 10-K, 10-Q (numpy's upper bounds are exclusive)
 ANNUAL_LAG_DAYS = (55, 75)
 QUARTERLY_LAG_DAYS = (30, 45)
-
-FLOW_TAGS = (
-    "Revenues",
-    "CostOfRevenue",
-    "GrossProfit",
-    "OperatingIncomeLoss",
-    "NetIncomeLoss",
-    "NetCashProvidedByUsedInOperatingActivities",
-)
-STOCK_TAGS = (
-    "Assets",
-    "Liabilities",
-    "StockholdersEquity",
-    "CashAndCashEquivalentsAtCarryingValue",
-)
-PER_SHARE_TAGS = ("EarningsPerShareBasic", "EarningsPerShareDiluted")
-SHARE_TAGS = ("WeightedAverageNumberOfSharesOutstandingBasic",)
 
 LABELS: dict[str, tuple[str, str]] = {
     "Revenues": ("Revenues", "Amount of revenue recognized from goods sold and services rendered."),
@@ -79,67 +63,45 @@ class Period:
 
     year: int
     quarter: int | None
+    # set once from year and quarter (read hundreds of thousands of times on the large demo)
+    start: dt.date = field(init=False, compare=False, repr=False)
+    end: dt.date = field(init=False, compare=False, repr=False)
 
-    @functools.cached_property
-    def start(self) -> dt.date:
-        return dt.date(self.year, 1 if self.quarter is None else 3 * self.quarter - 2, 1)
-
-    @functools.cached_property
-    def end(self) -> dt.date:
+    def __post_init__(self) -> None:
         month = 12 if self.quarter is None else 3 * self.quarter
-        return dt.date(self.year + month // 12, month % 12 + 1, 1) - dt.timedelta(days=1)
+        start = dt.date(self.year, 1 if self.quarter is None else month - 2, 1)
+        end = dt.date(self.year + month // 12, month % 12 + 1, 1) - dt.timedelta(days=1)
+        object.__setattr__(self, "start", start)
+        object.__setattr__(self, "end", end)
 
     @property
     def frame(self) -> str:
         return f"CY{self.year}" if self.quarter is None else f"CY{self.year}Q{self.quarter}"
 
     def previous_year(self) -> Period:
-        return Period(self.year - 1, self.quarter)
+        return Period.of(self.year - 1, self.quarter)
 
-
-@dataclass(frozen=True)
-class XbrlFiling:
-    """What one 10-Q, 10-K or 10-K/A reports, enough to list its facts (``_filing_facts``):
-    ``values`` holds the figures of its periods as they stood when it was filed."""
-
-    values: dict[Period, dict[str, float]]
-    current: Period
-    comparatives: tuple[Period, ...]
-    balance_dates: tuple[tuple[Period, dt.date], ...]
-    accession: str
-    form: str
-    filed: dt.date
-    cover_shares: float | None
-
-    def facts(self) -> list[Fact]:
-        """The filing's facts, without frames."""
-        return _filing_facts(
-            self.values,
-            self.current,
-            list(self.comparatives),
-            list(self.balance_dates),
-            self.accession,
-            self.form,
-            self.filed,
-            self.cover_shares,
-        )
+    @staticmethod
+    @functools.cache
+    def of(year: int, quarter: int | None) -> Period:
+        """The period of ``year`` and ``quarter``, one instance each (the filings of the large
+        demo ask for periods hundreds of thousands of times)."""
+        return Period(year, quarter)
 
 
 @dataclass
 class IssuerFilings:
-    """What one issuer filed: its XBRL filings and the index entries of its filings.
+    """What one issuer filed: its XBRL filings (their facts listed on demand, ``facts``) and
+    the index entries of its filings."""
 
-    The facts are listed on demand (``facts``), one issuer at a time: the large demo's millions
-    of facts held at once took gigabytes and slowed every garbage collection."""
-
-    filings: list[XbrlFiling] = field(default_factory=list)
+    xbrl: IssuerFacts
     index: list[FilingIndexEntry] = field(default_factory=list)
     restatement: tuple[dt.date, dt.date, dt.date] | None = None  # (period_end, first, restated)
 
     @property
-    def facts(self) -> list[Fact]:
+    def facts(self) -> FactColumns:
         """Every fact of the issuer's filings in filing order, frames assigned."""
-        return assign_frames([fact for filing in self.filings for fact in filing.facts()])
+        return self.xbrl.columns()
 
 
 class AccessionCounter:
@@ -152,12 +114,6 @@ class AccessionCounter:
         key = (filer_cik, filed.year)
         self._next[key] += 1
         return f"{filer_cik.zfill(10)}-{filed.year % 100:02d}-{self._next[key]:06d}"
-
-
-def _shares_on(issuer: Issuer, history: PriceHistory, day: dt.date) -> float:
-    """Shares outstanding of all the issuer's listed classes on ``day`` (last known)."""
-    counts = (history.shares_on(s.entity_id, day) for s in issuer.securities)
-    return sum(c for c in counts if c is not None)
 
 
 def _period_values(
@@ -196,84 +152,6 @@ def _period_values(
     }
 
 
-def _filing_facts(
-    values: dict[Period, dict[str, float]],
-    current: Period,
-    comparatives: list[Period],
-    balance_dates: list[tuple[Period, dt.date]],
-    accession: str,
-    form: str,
-    filed: dt.date,
-    cover_shares: float | None,
-) -> list[Fact]:
-    """The facts of one 10-Q or 10-K: flows for each period, balances at each date."""
-    fp = "FY" if current.quarter is None else f"Q{current.quarter}"
-    common = {"accession": accession, "fy": current.year, "fp": fp, "form": form, "filed": filed}
-    facts: list[Fact] = []
-    for period in (current, *comparatives):
-        figures = values[period]
-        for tag in (*FLOW_TAGS, *PER_SHARE_TAGS, *SHARE_TAGS):
-            unit = (
-                "USD/shares" if tag in PER_SHARE_TAGS else "shares" if tag in SHARE_TAGS else "USD"
-            )
-            facts.append(
-                Fact("us-gaap", tag, unit, period.end, figures[tag], start=period.start, **common)
-            )
-    for period, day in balance_dates:
-        for tag in STOCK_TAGS:
-            facts.append(Fact("us-gaap", tag, "USD", day, values[period][tag], **common))
-    if cover_shares is not None:
-        cover_date = filed - dt.timedelta(days=10)
-        facts.append(
-            Fact(
-                "dei",
-                "EntityCommonStockSharesOutstanding",
-                "shares",
-                cover_date,
-                round(cover_shares),
-                **common,
-            )
-        )
-    return facts
-
-
-def assign_frames(facts: list[Fact]) -> list[Fact]:
-    """Give each calendar period's frame to its latest-filed fact, as SEC's frames do."""
-    latest: dict[tuple, int] = {}
-    for position, fact in enumerate(facts):
-        key = (fact.taxonomy, fact.tag, fact.unit, fact.start, fact.end)
-        if key not in latest or (fact.filed, fact.accession) >= (
-            facts[latest[key]].filed,
-            facts[latest[key]].accession,
-        ):
-            latest[key] = position
-    framed = list(facts)
-    for position in latest.values():
-        framed[position] = _with_frame(facts[position])
-    return framed
-
-
-def _with_frame(fact: Fact) -> Fact:
-    frame = _calendar_frame(fact.start, fact.end)
-    # a new Fact from its fields: dataclasses.replace costs several times more, and this runs
-    # for most facts of every issuer
-    return fact if frame is None else Fact(**{**vars(fact), "frame": frame})
-
-
-@functools.cache
-def _calendar_frame(start: dt.date | None, end: dt.date) -> str | None:
-    """SEC's frame of a fact's period: ``CY2023Q1I`` for a quarter-end instant, ``CY2023`` for
-    a year, ``CY2023Q1`` for a quarter; None for an instant that ends no quarter."""
-    quarter = (end.month - 1) // 3 + 1
-    if start is None:
-        if end != Period(end.year, quarter).end:
-            return None  # cover-page dates are not calendar instants
-        return f"CY{end.year}Q{quarter}I"
-    if (end - start).days > 300:
-        return f"CY{end.year}"
-    return f"CY{end.year}Q{quarter}"
-
-
 def build_issuer_filings(
     rng: np.random.Generator,
     issuer: Issuer,
@@ -283,9 +161,15 @@ def build_issuer_filings(
     restate: bool,
 ) -> IssuerFilings:
     """Every 10-Q and 10-K the issuer filed up to ``as_of`` (and a 10-K/A when ``restate``)."""
+    entity_ids = [s.entity_id for s in issuer.securities]
+
+    def shares_on(day: dt.date) -> float:
+        """Shares outstanding of all the issuer's listed classes on ``day`` (last known)."""
+        return history.total_shares_on(entity_ids, day)
+
     listed = min(s.listed for s in issuer.securities)
     first_year = max(FIRST_XBRL_YEAR, listed.year)
-    shares0 = _shares_on(issuer, history, dt.date(first_year, 6, 30)) or 1e8
+    shares0 = shares_on(dt.date(first_year, 6, 30)) or 1e8
     price0 = history.close_on(issuer.securities[0].entity_id, dt.date(first_year, 6, 30)) or 20.0
     base_revenue = shares0 * price0 / float(rng.uniform(1.5, 6.0))
     gross = float(rng.uniform(0.25, 0.7))
@@ -298,16 +182,15 @@ def build_issuer_filings(
         "leverage": float(rng.uniform(0.3, 0.75)),
     }
     multi_class = len({s.share_class for s in issuer.securities}) > 1
-    values: dict[Period, dict[str, float]] = {}
+    facts = IssuerFactsBuilder()
+    index: list[FilingIndexEntry] = []
+    restatement: tuple[dt.date, dt.date, dt.date] | None = None
 
-    def figures(period: Period) -> dict[str, float]:
-        if period not in values:
-            values[period] = _period_values(
-                rng, base_revenue, margins, period, _shares_on(issuer, history, period.end)
-            )
-        return values[period]
+    def figures(period: Period) -> None:
+        if not facts.has_figures(period):
+            shares = shares_on(period.end)
+            facts.set_figures(period, _period_values(rng, base_revenue, margins, period, shares))
 
-    result = IssuerFilings()
     # a company whose stock left the exchange may go on filing (issuer-level data stays)
     filing_until = (
         as_of if issuer.issuer_tickers else max((s.delisted or as_of) for s in issuer.securities)
@@ -315,74 +198,53 @@ def build_issuer_filings(
     restated_year = restated_year_on(as_of) if restate else None
     for year in range(first_year, as_of.year + 1):
         for quarter in (1, 2, 3, None):
-            period = Period(year, quarter)
+            period = Period.of(year, quarter)
             lag = int(rng.integers(*ANNUAL_LAG_DAYS if quarter is None else QUARTERLY_LAG_DAYS))
             filed = period.end + dt.timedelta(days=lag)
             if filed > as_of or period.end > filing_until:
                 continue
             for p in (period, period.previous_year()):
                 figures(p)
-            prior_year_end = Period(year - 1, None)
+            prior_year_end = Period.of(year - 1, None)
             figures(prior_year_end)
             form = "10-K" if quarter is None else "10-Q"
             accession = accessions.next(issuer.cik, filed)
-            balance = [
-                (period if quarter is not None else Period(year, None), period.end),
-                (prior_year_end, prior_year_end.end),
-            ]
-            cover = None if multi_class else _shares_on(issuer, history, filed)
-            comparatives = (period.previous_year(),)
-            result.filings.append(
-                _xbrl_filing(values, period, comparatives, balance, accession, form, filed, cover)
+            facts.add_filing(
+                accession=accession,
+                fy=year,
+                fp=_fiscal_period(period),
+                form=form,
+                filed=filed,
+                periods=(period, period.previous_year()),
+                balance_dates=((period, period.end), (prior_year_end, prior_year_end.end)),
+                cover_shares=None if multi_class else shares_on(filed),
             )
-            result.index.append(_index_entry(issuer, accession, filed, period.end, form))
+            index.append(_index_entry(issuer, accession, filed, period.end, form))
             if quarter is None and year == restated_year:
                 restated_filed = filed + dt.timedelta(days=int(rng.integers(100, 130)))
                 if restated_filed <= as_of:
-                    _restate(values, period)
+                    facts.set_figures(period, _restated(facts.figures(period)))
                     amended = accessions.next(issuer.cik, restated_filed)
-                    result.filings.append(
-                        _xbrl_filing(
-                            values,
-                            period,
-                            (),
-                            [(period, period.end)],
-                            amended,
-                            "10-K/A",
-                            restated_filed,
-                            None,
-                        )
+                    facts.add_filing(
+                        accession=amended,
+                        fy=year,
+                        fp=_fiscal_period(period),
+                        form="10-K/A",
+                        filed=restated_filed,
+                        periods=(period,),
+                        balance_dates=((period, period.end),),
+                        cover_shares=None,
                     )
-                    result.index.append(
+                    index.append(
                         _index_entry(issuer, amended, restated_filed, period.end, "10-K/A")
                     )
-                    result.restatement = (period.end, filed, restated_filed)
-    return result
+                    restatement = (period.end, filed, restated_filed)
+    return IssuerFilings(facts.build(), index, restatement)
 
 
-def _xbrl_filing(
-    values: dict[Period, dict[str, float]],
-    current: Period,
-    comparatives: tuple[Period, ...],
-    balance_dates: list[tuple[Period, dt.date]],
-    accession: str,
-    form: str,
-    filed: dt.date,
-    cover_shares: float | None,
-) -> XbrlFiling:
-    # the figures as they stand now: a later restatement replaces a period's dict in ``values``
-    # (never changes it in place), so the filings made before it keep the original figures
-    periods = {current, *comparatives, *(period for period, _ in balance_dates)}
-    return XbrlFiling(
-        {period: values[period] for period in periods},
-        current,
-        comparatives,
-        tuple(balance_dates),
-        accession,
-        form,
-        filed,
-        cover_shares,
-    )
+def _fiscal_period(period: Period) -> str:
+    """A filing's ``fp``: ``FY`` for a year, ``Q1``-``Q3`` for a quarter."""
+    return "FY" if period.quarter is None else f"Q{period.quarter}"
 
 
 def restated_year_on(as_of: dt.date) -> int:
@@ -393,9 +255,10 @@ def restated_year_on(as_of: dt.date) -> int:
     return as_of.year - 2 if latest_next_10k <= as_of else as_of.year - 3
 
 
-def _restate(values: dict[Period, dict[str, float]], period: Period) -> None:
-    """Lower the year's revenue and income by a few percent (an accounting correction)."""
-    figures = dict(values[period])
+def _restated(figures: dict[str, float]) -> dict[str, float]:
+    """The year's figures with revenue and income a few percent lower (an accounting
+    correction)."""
+    figures = dict(figures)
     for tag, factor in (
         ("Revenues", 0.96),
         ("GrossProfit", 0.94),
@@ -407,7 +270,7 @@ def _restate(values: dict[Period, dict[str, float]], period: Period) -> None:
     shares = figures["WeightedAverageNumberOfSharesOutstandingBasic"]
     figures["EarningsPerShareBasic"] = round(figures["NetIncomeLoss"] / shares, 2)
     figures["EarningsPerShareDiluted"] = round(figures["EarningsPerShareBasic"] * 0.98, 2)
-    values[period] = figures
+    return figures
 
 
 def _index_entry(
@@ -424,13 +287,6 @@ def _index_entry(
         primary_doc_description=kind,
         size=1_200_000 + (int(accession[-6:]) * 7919) % 900_000,
         is_xbrl=True,
-    )
-
-
-def company_facts(issuer: Issuer, filings: IssuerFilings) -> CompanyFacts:
-    """The companyfacts document of one issuer."""
-    return CompanyFacts(
-        cik=issuer.cik10, entity_name=issuer.name, facts=tuple(filings.facts), labels=LABELS
     )
 
 

@@ -2,15 +2,18 @@
 
 Generation runs in stages (the market: universe, prices, index rosters; then fundamentals,
 insiders, holdings), each drawing from its own ``numpy`` generator seeded by ``seed`` and the
-stage, in a fixed order; every file is written in a fixed order and format. So the same seed and
-the same ``today`` give byte-identical files, for any seed and any day (the generator's property
-tests sweep both), and the manifest is checked before anything is written.
+stage, in a fixed order; every file's content is laid out in a fixed order and format (files
+are written on several threads, so not in a fixed order). So the same seed and the same
+``today`` give byte-identical files, for any seed and any day (the generator's property tests
+sweep both), and the manifest is checked before anything is written.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,10 +30,11 @@ from findata.orchestration.demo.documents import (
     FormerName,
     Submissions,
 )
+from findata.orchestration.demo.file_writer import BackgroundWriter
 from findata.orchestration.demo.fundamentals import (
+    LABELS,
     AccessionCounter,
     IssuerFilings,
-    company_facts,
     filings_of_universe,
 )
 from findata.orchestration.demo.holdings import add_amendments, build_13f_filings, build_managers
@@ -42,7 +46,8 @@ from findata.orchestration.demo.landing_csv import (
     write_prices,
     write_security_master,
 )
-from findata.orchestration.demo.prices import PriceHistory, simulate_prices
+from findata.orchestration.demo.price_history import PriceHistory
+from findata.orchestration.demo.prices import simulate_prices
 from findata.orchestration.demo.scenario_checks import check_manifest
 from findata.orchestration.demo.scenarios import build_scenarios
 from findata.orchestration.demo.sizes import SIZES, DemoSize
@@ -86,7 +91,8 @@ def _ordinary_issuers(universe: Universe) -> list[Issuer]:
 def _submissions(
     issuer: Issuer, filings: IssuerFilings, form4s: list[Form4Filing], as_of: dt.date
 ) -> Submissions:
-    """The submissions document of an issuer: current tickers and every filing, newest first."""
+    """The submissions document of an issuer: current tickers and every filing, newest first
+    (``form4s``: the Form 4s filed about the issuer)."""
     tickers: list[str] = []
     exchanges: list[str] = []
     for security in issuer.securities:
@@ -113,7 +119,6 @@ def _submissions(
             is_xbrl=False,
         )
         for f in form4s
-        if f.issuer_cik == issuer.cik10
     ]
     index.sort(key=lambda e: (e.filing_date, e.accession), reverse=True)
     city, state, zip_code = issuer.city
@@ -136,13 +141,9 @@ def _submissions(
     )
 
 
-def _write(path: Path, data: bytes, made: set[Path] | None = None) -> None:
-    """Write ``data`` to ``path``, creating its folder; ``made`` remembers the folders already
-    created, so thousands of files in one folder cost one ``mkdir``, not one each."""
-    if made is None or path.parent not in made:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if made is not None:
-            made.add(path.parent)
+def _write(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path``, creating its folder."""
+    path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "wb") as out:
         out.write(data)
 
@@ -247,38 +248,50 @@ def build_demo(demo_size: DemoSize, seed: int, today: dt.date) -> Demo:
 
 def write_demo(demo: Demo, landing_dir: Path, demo_dir: Path) -> DemoResult:
     """Write ``demo`` into ``landing_dir`` in the publishers' formats, and its manifest
-    ``demo_dir/scenarios.json``; every file in a fixed order and format."""
-    universe, as_of = demo.market.universe, demo.market.as_of
-    files = 0
-    sec = landing_dir / "sec"
-    made: set[Path] = set()
-    for issuer in universe.issuers:
-        issuer_filings = demo.filings[issuer.entity_id]
-        _write(
-            sec / sec_formats.companyfacts_file_name(issuer.cik),
-            sec_formats.companyfacts_json(company_facts(issuer, issuer_filings)),
-            made,
-        )
-        _write(
-            sec / sec_formats.submissions_file_name(issuer.cik),
-            sec_formats.submissions_json(_submissions(issuer, issuer_filings, demo.form4s, as_of)),
-            made,
-        )
-        files += 2
-    for form4 in demo.form4s:
-        _write(sec / sec_formats.form4_file_name(form4), sec_formats.form4_xml(form4), made)
-        files += 1
-    for filing in demo.thirteen_fs:
-        primary, table = sec_formats.form13f_file_names(filing)
-        _write(sec / primary, sec_formats.form13f_primary_doc_xml(filing), made)
-        _write(sec / table, sec_formats.form13f_information_table_xml(filing), made)
-        files += 2
-    files += write_market(demo.market, landing_dir)
+    ``demo_dir/scenarios.json``; every file's bytes are fixed by the demo alone.
+
+    The market's CSV files are written on a thread of their own while the SEC documents are
+    built (Arrow writes CSV without holding the GIL), and the SEC documents on worker threads
+    as they are built (``BackgroundWriter``): on two cores the three overlap."""
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="demo-market") as market_thread:
+        market_files = market_thread.submit(write_market, demo.market, landing_dir)
+        with BackgroundWriter() as writer:
+            _write_sec_documents(demo, landing_dir / "sec", writer)
+        files = writer.written + market_files.result()
     scenarios_path = demo_dir / "scenarios.json"
     _write(scenarios_path, (json.dumps(demo.scenarios, indent=2, sort_keys=False) + "\n").encode())
     return DemoResult(
-        landing_dir=landing_dir, scenarios_path=scenarios_path, as_of=as_of, files=files
+        landing_dir=landing_dir, scenarios_path=scenarios_path, as_of=demo.market.as_of, files=files
     )
+
+
+def _write_sec_documents(demo: Demo, sec: Path, writer: BackgroundWriter) -> None:
+    """Every issuer's companyfacts and submissions, every Form 4 and every 13F, into ``sec``."""
+    as_of = demo.market.as_of
+    form4s_by_issuer: dict[str, list[Form4Filing]] = defaultdict(list)
+    for form4 in demo.form4s:
+        form4s_by_issuer[form4.issuer_cik].append(form4)
+    for issuer in demo.market.universe.issuers:
+        issuer_filings = demo.filings[issuer.entity_id]
+        writer.write(
+            sec / sec_formats.companyfacts_file_name(issuer.cik),
+            sec_formats.companyfacts_json_from_columns(
+                issuer.cik10, issuer.name, issuer_filings.facts, LABELS
+            ),
+        )
+        issuer_form4s = form4s_by_issuer.get(issuer.cik10, [])
+        writer.write(
+            sec / sec_formats.submissions_file_name(issuer.cik),
+            sec_formats.submissions_json(
+                _submissions(issuer, issuer_filings, issuer_form4s, as_of)
+            ),
+        )
+    for form4 in demo.form4s:
+        writer.write(sec / sec_formats.form4_file_name(form4), sec_formats.form4_xml(form4))
+    for filing in demo.thirteen_fs:
+        primary, table = sec_formats.form13f_file_names(filing)
+        writer.write(sec / primary, sec_formats.form13f_primary_doc_xml(filing))
+        writer.write(sec / table, sec_formats.form13f_information_table_xml(filing))
 
 
 def write_market(market: Market, landing_dir: Path) -> int:

@@ -11,13 +11,14 @@ another quarter's report.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from dataclasses import dataclass, replace
 
 import numpy as np
 
 from findata.orchestration.demo.documents import Address, Filing13F, Holding13F
 from findata.orchestration.demo.fundamentals import AccessionCounter, Period
-from findata.orchestration.demo.prices import PriceHistory
+from findata.orchestration.demo.price_history import PriceHistory
 from findata.orchestration.demo.universe import Security, Universe
 
 MANAGER_CIK_BASE = 1_960_000
@@ -106,8 +107,30 @@ def quarter_ends(first: dt.date, last: dt.date) -> list[dt.date]:
         year, quarter = (year + 1, 1) if quarter == 4 else (year, quarter + 1)
 
 
+@functools.cache
+def _filer_name(name: str) -> str:
+    """A company's name as 13F filers write it (upper case); one string per name, shared by
+    every row that names the company (hundreds of thousands on the large demo)."""
+    return name.upper()
+
+
 def _listed_on(security: Security, day: dt.date) -> bool:
     return security.listed <= day and (security.delisted is None or day <= security.delisted)
+
+
+@dataclass(frozen=True)
+class _Quarter:
+    """A quarter end, the securities listed on it (by entity_id, in the universe's order) and
+    their closes (``PriceHistory.close_on``)."""
+
+    end: dt.date
+    listed: dict[int, Security]
+    closes: dict[int, float]
+
+    @classmethod
+    def of(cls, universe: Universe, history: PriceHistory, end: dt.date) -> _Quarter:
+        listed = {s.entity_id: s for s in universe.securities if _listed_on(s, end)}
+        return cls(end, listed, history.closes_on(end))
 
 
 def build_13f_filings(
@@ -123,24 +146,24 @@ def build_13f_filings(
     the first manager holds ``always_held`` in every quarter."""
     as_of = universe.as_of
     first = max(FIRST_XML_QUARTER_END, universe.sessions[0].date())
-    listed_by_quarter = {
-        quarter_end: [s for s in universe.securities if _listed_on(s, quarter_end)]
-        for quarter_end in quarter_ends(first, as_of)
-    }
+    # what every manager looks up each quarter, found once per quarter
+    quarters = [
+        _Quarter.of(universe, history, quarter_end) for quarter_end in quarter_ends(first, as_of)
+    ]
     filings: list[Filing13F] = []
     for number, manager in enumerate(managers):
         book: dict[int, float] = {}  # entity_id -> shares
-        for quarter_end, listed in listed_by_quarter.items():
+        for quarter in quarters:
+            quarter_end, by_id = quarter.end, quarter.listed
             filed = quarter_end + dt.timedelta(days=int(rng.integers(30, 46)))
             if filed > as_of:
                 break
-            by_id = {s.entity_id: s for s in listed}
             book = {k: v for k, v in book.items() if k in by_id}
             turnover = [k for k in book if rng.random() < 0.1]
             for k in turnover:
                 del book[k]
-            candidates = [s.entity_id for s in listed if s.entity_id not in book]
-            wanted = min(book_size, len(listed)) - len(book)
+            candidates = [k for k in by_id if k not in book]
+            wanted = min(book_size, len(by_id)) - len(book)
             if wanted > 0 and candidates:
                 for k in rng.choice(candidates, size=min(wanted, len(candidates)), replace=False):
                     book[int(k)] = 0.0
@@ -149,7 +172,7 @@ def build_13f_filings(
             holdings = []
             for entity_id in sorted(book):
                 security = by_id[entity_id]
-                close = history.close_on(entity_id, quarter_end)
+                close = quarter.closes.get(entity_id)
                 if close is None:
                     continue
                 if book[entity_id] == 0.0:
@@ -159,7 +182,7 @@ def build_13f_filings(
                 discretion = "SOLE" if rng.random() < 0.85 else "DFND"
                 holdings.append(
                     Holding13F(
-                        name_of_issuer=security.issuer.name_on(quarter_end).upper(),
+                        name_of_issuer=_filer_name(security.issuer.name_on(quarter_end)),
                         title_of_class=f"CL {security.share_class}"
                         if security.share_class
                         else "COM",
@@ -176,7 +199,7 @@ def build_13f_filings(
                     side = "Call" if rng.random() < 0.5 else "Put"
                     holdings.append(
                         Holding13F(
-                            name_of_issuer=security.issuer.name_on(quarter_end).upper(),
+                            name_of_issuer=_filer_name(security.issuer.name_on(quarter_end)),
                             title_of_class=side.upper(),
                             cusip=security.cusip,
                             value_usd=round(contracts * close),

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from findata.orchestration.demo.prices import PriceHistory
+from findata.orchestration.demo.price_history import PriceHistory
 from findata.orchestration.demo.tickers import TickerBook
 from findata.orchestration.demo.universe import Security, Universe
 

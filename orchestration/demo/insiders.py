@@ -21,7 +21,7 @@ from findata.orchestration.demo.documents import (
     ReportingOwner,
 )
 from findata.orchestration.demo.fundamentals import AccessionCounter
-from findata.orchestration.demo.prices import PriceHistory
+from findata.orchestration.demo.price_history import PriceHistory
 from findata.orchestration.demo.universe import Issuer, Universe
 
 INSIDER_CIK_BASE = 1_950_000

@@ -14,7 +14,7 @@ from typing import Any
 
 from findata.dates import years_before
 from findata.orchestration.demo.indexes import Membership
-from findata.orchestration.demo.prices import PriceHistory
+from findata.orchestration.demo.price_history import PriceHistory
 from findata.orchestration.demo.tickers import TickerBook
 from findata.orchestration.demo.universe import Universe
 

@@ -9,7 +9,7 @@ from findata.orchestration.demo.documents import Filing13F
 from findata.orchestration.demo.fundamentals import IssuerFilings
 from findata.orchestration.demo.holdings import Amendments, Manager
 from findata.orchestration.demo.indexes import INDEX_NAMES, Membership, sp500_committee
-from findata.orchestration.demo.prices import PriceHistory
+from findata.orchestration.demo.price_history import PriceHistory
 from findata.orchestration.demo.scenario_checks import ScenarioError
 from findata.orchestration.demo.universe import Issuer, Security, Universe
 

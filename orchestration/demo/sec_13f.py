@@ -41,6 +41,8 @@ def reported_value(filing: Filing13F, value_usd: int) -> int:
         raise ValueError(f"13F {filing.accession}: negative value {value_usd}")
     if not filing.values_in_thousands:
         return value_usd
+    if isinstance(value_usd, int):
+        return (value_usd + 500) // 1000  # half up, in integers (Decimal costs more per row)
     return int((Decimal(value_usd) / 1000).quantize(Decimal(1), rounding=ROUND_HALF_UP))
 
 
@@ -151,34 +153,41 @@ def form13f_primary_doc_xml(filing: Filing13F) -> bytes:
 def _info_row_lines(filing: Filing13F, holding: Holding13F) -> str:
     """One ``infoTable`` row as ``render_document`` lays it out at level 1 (four-space indent),
     written as text directly: building an element tree for each of the large demo's hundreds of
-    thousands of rows cost more than the rest of the table."""
+    thousands of rows cost more than the rest of the table. Numbers need no escaping."""
     p = _INFO_PREFIX
-
-    def line(depth: int, name: str, value: str) -> str:
-        return f"{'    ' * depth}<{p}:{name}>{escape_text(value)}</{p}:{name}>\n"
-
-    parts = [
-        f"    <{p}:infoTable>\n",
-        line(2, "nameOfIssuer", holding.name_of_issuer),
-        line(2, "titleOfClass", holding.title_of_class),
-        line(2, "cusip", holding.cusip),
-        line(2, "figi", holding.figi) if holding.figi else "",
-        line(2, "value", str(reported_value(filing, holding.value_usd))),
-        f"        <{p}:shrsOrPrnAmt>\n",
-        line(3, "sshPrnamt", str(holding.shares)),
-        line(3, "sshPrnamtType", holding.sh_prn),
-        f"        </{p}:shrsOrPrnAmt>\n",
-        line(2, "putCall", holding.put_call) if holding.put_call else "",
-        line(2, "investmentDiscretion", holding.investment_discretion),
-        line(2, "otherManager", holding.other_manager) if holding.other_manager else "",
-        f"        <{p}:votingAuthority>\n",
-        line(3, "Sole", str(holding.voting_sole)),
-        line(3, "Shared", str(holding.voting_shared)),
-        line(3, "None", str(holding.voting_none)),
-        f"        </{p}:votingAuthority>\n",
-        f"    </{p}:infoTable>\n",
-    ]
-    return "".join(parts)
+    figi = f"        <{p}:figi>{escape_text(holding.figi)}</{p}:figi>\n" if holding.figi else ""
+    put_call = (
+        f"        <{p}:putCall>{escape_text(holding.put_call)}</{p}:putCall>\n"
+        if holding.put_call
+        else ""
+    )
+    other = (
+        f"        <{p}:otherManager>{escape_text(holding.other_manager)}</{p}:otherManager>\n"
+        if holding.other_manager
+        else ""
+    )
+    return (
+        f"    <{p}:infoTable>\n"
+        f"        <{p}:nameOfIssuer>{escape_text(holding.name_of_issuer)}</{p}:nameOfIssuer>\n"
+        f"        <{p}:titleOfClass>{escape_text(holding.title_of_class)}</{p}:titleOfClass>\n"
+        f"        <{p}:cusip>{escape_text(holding.cusip)}</{p}:cusip>\n"
+        f"{figi}"
+        f"        <{p}:value>{reported_value(filing, holding.value_usd)}</{p}:value>\n"
+        f"        <{p}:shrsOrPrnAmt>\n"
+        f"            <{p}:sshPrnamt>{holding.shares}</{p}:sshPrnamt>\n"
+        f"            <{p}:sshPrnamtType>{escape_text(holding.sh_prn)}</{p}:sshPrnamtType>\n"
+        f"        </{p}:shrsOrPrnAmt>\n"
+        f"{put_call}"
+        f"        <{p}:investmentDiscretion>{escape_text(holding.investment_discretion)}"
+        f"</{p}:investmentDiscretion>\n"
+        f"{other}"
+        f"        <{p}:votingAuthority>\n"
+        f"            <{p}:Sole>{holding.voting_sole}</{p}:Sole>\n"
+        f"            <{p}:Shared>{holding.voting_shared}</{p}:Shared>\n"
+        f"            <{p}:None>{holding.voting_none}</{p}:None>\n"
+        f"        </{p}:votingAuthority>\n"
+        f"    </{p}:infoTable>\n"
+    )
 
 
 def form13f_information_table_xml(filing: Filing13F) -> bytes:

@@ -1,8 +1,8 @@
 """The demo's SEC documents as the bytes SEC publishes, and where each lands.
 
 One entry point for the generator: the serializers live in ``sec_form4``, ``sec_13f`` and
-``sec_json`` (one format each); the landing file names are here. Every function is pure: the
-same record gives the same bytes.
+``sec_json`` (one format each; ``sec_json_columns`` writes companyfacts from fact columns); the
+landing file names are here. Every function is pure: the same record gives the same bytes.
 """
 
 from __future__ import annotations
@@ -16,11 +16,13 @@ from findata.orchestration.demo.sec_13f import (
 )
 from findata.orchestration.demo.sec_form4 import form4_xml
 from findata.orchestration.demo.sec_json import companyfacts_json, submissions_json
+from findata.orchestration.demo.sec_json_columns import companyfacts_json_from_columns
 from findata.orchestration.readers.coerce import pad_cik
 
 __all__ = [
     "companyfacts_file_name",
     "companyfacts_json",
+    "companyfacts_json_from_columns",
     "form4_file_name",
     "form4_xml",
     "form13f_file_names",

@@ -322,6 +322,7 @@ def build_universe(
     namer = _Namer(rng, reserved=set())
     issuers: list[Issuer] = []
     special: dict[str, object] = {}
+    securities: list[Security] = []  # every issuer's, in the order they are made
 
     def new_issuer(sector_index: int | None = None) -> Issuer:
         index = len(issuers)
@@ -354,7 +355,7 @@ def build_universe(
     ) -> Security:
         cusip6 = issuer_cusip6.setdefault(issuer.entity_id, namer.cusip6())
         security = Security(
-            entity_id=SECURITY_ID_BASE + sum(len(i.securities) for i in issuers) + 1,
+            entity_id=SECURITY_ID_BASE + len(securities) + 1,
             issuer=issuer,
             figi=namer.figi(),
             cusip=cusip6 + issue + cusip_check_digit(cusip6 + issue),
@@ -367,6 +368,7 @@ def build_universe(
             title=f"Class {share_class} Common Stock" if share_class else "Common Stock",
         )
         issuer.securities.append(security)
+        securities.append(security)
         return security
 
     issuer_cusip6: dict[int, str] = {}
@@ -468,7 +470,7 @@ def build_universe(
 
     # the rest: ordinary companies, some listed later, a few delisted
     scenario_issuers = len(issuers)
-    while len([s for i in issuers for s in i.securities]) < size.securities:
+    while len(securities) < size.securities:
         issuer = new_issuer()
         listed = first
         if rng.random() < 0.15:
