@@ -7,9 +7,24 @@
 -- last twelve months plus each later quarter's EPS less the same quarter a year earlier.
 -- Annual rows: their own EPS.
 
--- Materialized as a table: metrics and its uniqueness test read it, and each would otherwise
--- compute it again.
-{{ config(materialized='table') }}
+-- Every figure of a row comes from its issuer's statements alone, so the model is incremental
+-- by issuer: each row carries inputs_hash, a fingerprint of its issuer's statements (the
+-- fundamentals rows and the split index at each period end), and a build recomputes the
+-- issuers whose fingerprint differs from the table's (new, restated or split-adjusted again);
+-- a new trading day changes none. Issuers without statements any more are deleted.
+-- `--full-refresh` (a forced build, or other code) rebuilds the table whole.
+{{ config(
+    materialized='incremental',
+    incremental_strategy='delete+insert',
+    unique_key='issuer_entity_id',
+    on_schema_change='fail',
+    post_hook="
+        delete from {{ this }} as built
+        where not exists (
+            select 1 from {{ ref('fundamentals') }} as f
+            where f.issuer_entity_id = built.issuer_entity_id
+        )",
+) }}
 
 with fundamentals as (
     select * from {{ ref('fundamentals') }}
@@ -19,7 +34,7 @@ period_end_prices as (
     select * from {{ ref('int_period_end_prices') }}
 ),
 
-statements as (
+all_statements as (
     select
         fundamentals.issuer_entity_id,
         fundamentals.period_end,
@@ -33,6 +48,33 @@ statements as (
     left join period_end_prices
         on fundamentals.issuer_entity_id = period_end_prices.issuer_entity_id
         and fundamentals.period_end = period_end_prices.period_end
+),
+
+issuer_inputs as (
+    select
+        issuer_entity_id,
+        hash(
+            count(*),
+            bit_xor(hash(period_end, period_type, accession, known_from, revenue, eps, split_index))
+        ) as inputs_hash
+    from all_statements
+    group by issuer_entity_id
+),
+
+issuers_to_build as (
+    select issuer_inputs.issuer_entity_id
+    from issuer_inputs
+    {% if is_incremental() %}
+    left join (select distinct issuer_entity_id, inputs_hash from {{ this }}) as built
+        on issuer_inputs.issuer_entity_id = built.issuer_entity_id
+    where built.inputs_hash is distinct from issuer_inputs.inputs_hash
+    {% endif %}
+),
+
+statements as (
+    select *
+    from all_statements
+    where issuer_entity_id in (select issuers_to_build.issuer_entity_id from issuers_to_build)
 ),
 
 known_versions as (
@@ -162,8 +204,11 @@ select
                 datediff('day', annual_anchor.anchor_period_end, statements.period_end) / 91.31
             ) as integer)
             then annual_anchor.anchor_eps + since_anchor.eps_change
-    end as eps_ttm
+    end as eps_ttm,
+    issuer_inputs.inputs_hash
 from statements
+inner join issuer_inputs
+    on statements.issuer_entity_id = issuer_inputs.issuer_entity_id
 left join year_earlier
     on statements.issuer_entity_id = year_earlier.issuer_entity_id
     and statements.period_end = year_earlier.r_period_end
