@@ -47,15 +47,17 @@ def remove_superseded_versions(settings: Settings, now: dt.datetime) -> Retentio
     version's)."""
     keep_for = dt.timedelta(hours=settings.version_retention_hours)
     versions = schema.versions
-    with engine_for(settings.control_plane_url).connect() as connection:
-        rows = connection.execute(
-            sa.select(versions.c.label, versions.c.file_name, versions.c.published_at).order_by(
-                versions.c.id
-            )
-        ).all()
     published = settings.published_dir
     removed: list[str] = []
+    # the versions are read under the lock: a version published after the read would be
+    # missing from it, and its new parts removed as read by no version
     with publish_lock(published):
+        with engine_for(settings.control_plane_url).connect() as connection:
+            rows = connection.execute(
+                sa.select(versions.c.label, versions.c.file_name, versions.c.published_at).order_by(
+                    versions.c.id
+                )
+            ).all()
         for row, replacement in itertools.pairwise(rows):
             path = published / row.file_name
             if path.exists() and as_utc(replacement.published_at) <= now - keep_for:
