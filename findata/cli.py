@@ -65,9 +65,13 @@ def demo(
     seed: Annotated[int | None, typer.Option(help="Seed of the generator.")] = None,
 ) -> None:
     """Generate the demo universe if landing is empty, run the pipeline, then serve the API."""
+    from findata.orchestration.dbt_manifest import start_parse
     from findata.orchestration.demo.generate import DEFAULT_SEED, generate_demo, landing_is_empty
 
     settings = get_settings()
+    # the refresh below needs the parsed dbt project (seconds on a new home, in a subprocess):
+    # it is made on the other core while this process generates the demo
+    start_parse(settings)
     if landing_is_empty(settings.landing_dir):
         result = generate_demo(
             settings.landing_dir,

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from findata.settings import Settings
 
 DAGSTER_YAML = Path(__file__).parent / "dagster.yaml"
+DEFINITIONS = "findata.orchestration.definitions"
 
 
 @dataclass(frozen=True)
@@ -59,13 +61,23 @@ def run_refresh(
         if since is not None:
             return RefreshOutcome(None, True, None, 0, [], unchanged_since=since)
     prepare_dagster_home(settings)
+    if DEFINITIONS not in sys.modules:
+        from findata.orchestration.dbt_manifest import start_parse
+
+        # the definitions need the parsed dbt project, which a home's first refresh makes
+        # (seconds, in a subprocess): under way on the other core while Dagster and the
+        # definitions import here (once a process has them, it has a manifest)
+        start_parse(settings)
     import dagster as dg
 
     from findata.orchestration.assets.build_inputs import BUILD_INPUTS
     from findata.orchestration.assets.publishing import CHANGE_RECORDS, PUBLISHED_VERSION
-    from findata.orchestration.definitions import defs
 
     with dg.DagsterInstance.get() as instance:
+        # imported once the instance is made: loading the definitions may wait for the parse
+        # above, and making the instance meanwhile uses that time
+        from findata.orchestration.definitions import defs
+
         result = defs.resolve_job_def("refresh").execute_in_process(
             instance=instance,
             raise_on_error=False,

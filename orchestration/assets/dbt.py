@@ -1,13 +1,10 @@
 """The dbt project as Dagster assets: each model its own asset, dbt tests as asset checks."""
 
-import hashlib
 import json
-import os
 import shutil
-import sys
 from collections.abc import Iterator, Mapping, Sequence
 from functools import cached_property
-from importlib import metadata, resources
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +13,16 @@ from dagster_dbt import DagsterDbtTranslator, DbtCliResource, DbtProject, dbt_as
 from packaging import version
 
 from findata.orchestration.assets.raw import raw_asset_key
+from findata.orchestration.dbt_manifest import (
+    DBT_EXECUTABLE,
+    TRANSFORMS,
+    dbt_environment,
+    finish_started_parse,
+    manifest_dir,
+    manifest_is_current,
+    project_digest,
+    record_parse,
+)
 from findata.orchestration.dbt_scope import (
     DbtScope,
     plan_dbt_build,
@@ -23,8 +30,6 @@ from findata.orchestration.dbt_scope import (
 )
 from findata.settings import get_settings
 
-# the dbt project travels with the package (``findata.transforms``: transforms/ in a checkout)
-TRANSFORMS = Path(str(resources.files("findata.transforms")))
 PARTIAL_PARSE = "partial_parse.msgpack"
 
 
@@ -40,23 +45,11 @@ class FindataTranslator(DagsterDbtTranslator):
         return dbt_resource_props.get("schema") or "dbt"
 
 
-def dbt_environment() -> None:
-    """Point dbt's profile at this FINDATA_HOME's build warehouse (and its memory limit), and its
-    artifacts and logs at the home's build folder (the project folder may be a read-only
-    installed package)."""
-    settings = get_settings()
-    os.environ["FINDATA_WAREHOUSE"] = str(settings.warehouse_path)
-    os.environ["FINDATA_BUILD_MEMORY_LIMIT"] = settings.build_memory_limit
-    os.environ["DBT_TARGET_PATH"] = str(settings.dbt_target_dir)
-    os.environ["DBT_LOG_PATH"] = str(settings.dbt_target_dir / "logs")
-    os.environ.setdefault("DBT_SEND_ANONYMOUS_USAGE_STATS", "0")
-
-
-dbt_environment()
+dbt_environment(get_settings())
 dbt_project = DbtProject(
     project_dir=TRANSFORMS,
     profiles_dir=TRANSFORMS,
-    target_path=get_settings().dbt_target_dir / "manifest",
+    target_path=manifest_dir(get_settings()),
 )
 
 
@@ -75,37 +68,23 @@ class FindataDbtCliResource(DbtCliResource):
         return None
 
 
-dbt_resource = FindataDbtCliResource(
-    project_dir=dbt_project, dbt_executable=str(Path(sys.executable).parent / "dbt")
-)
-
-
-def _project_digest() -> str:
-    """A hash of every file of the dbt project that shapes its manifest."""
-    digest = hashlib.sha256()
-    for path in sorted(TRANSFORMS.rglob("*")):
-        relative = path.relative_to(TRANSFORMS)
-        if path.is_file() and relative.parts[0] in (
-            "models",
-            "macros",
-            "tests",
-            "dbt_project.yml",
-            "profiles.yml",
-        ):
-            digest.update(str(relative).encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()
+dbt_resource = FindataDbtCliResource(project_dir=dbt_project, dbt_executable=str(DBT_EXECUTABLE))
 
 
 def prepare_manifest(project: DbtProject) -> None:
     """Parse the project (``dbt parse``) unless the manifest was made from these very files:
-    outside ``dagster dev`` nothing else does, and a stale manifest would miss new models."""
-    stamp = project.manifest_path.parent / "findata-project.sha256"
-    digest = _project_digest()
-    if project.manifest_path.exists() and stamp.exists() and stamp.read_text() == digest:
+    outside ``dagster dev`` nothing else does, and a stale manifest would miss new models. A
+    parse the refresh started before importing Dagster (``dbt_manifest.start_parse``) is
+    waited for instead."""
+    target = project.target_path
+    if finish_started_parse(target):
+        return
+    digest = project_digest()
+    if manifest_is_current(target, digest):
         return
     # the preparer's own resource looks for dbt on PATH; this one knows the venv's dbt
-    dbt_resource.cli(["parse", "--quiet"], target_path=project.target_path).wait()
-    stamp.write_text(digest)
+    dbt_resource.cli(["parse", "--quiet"], target_path=target).wait()
+    record_parse(target, digest)
 
 
 prepare_manifest(dbt_project)
@@ -119,8 +98,8 @@ prepare_manifest(dbt_project)
 def dbt_models(context: dg.AssetExecutionContext, dbt: DbtCliResource) -> Iterator[Any]:
     """``dbt build``: the models downstream of a raw source that changed (every model when the
     code changed or no build is recorded: ``dbt_scope.py``), with their tests."""
-    dbt_environment()
     settings = get_settings()
+    dbt_environment(settings)
     manifest = json.loads(dbt_project.manifest_path.read_text())
     selection = set(context.selected_asset_keys) != set(context.assets_def.keys)
     scope = plan_dbt_build(settings, manifest, selection=selection)

@@ -80,3 +80,15 @@ def test_dagster_validates_the_definitions(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert "Validation successful" in result.stderr + result.stdout
+
+
+def test_loading_the_definitions_leaves_great_expectations_to_the_checks(tmp_path: Path) -> None:
+    """Great Expectations (seconds to import) is imported where a check runs, not on load."""
+    env = {**os.environ, "FINDATA_HOME": str(tmp_path), "DAGSTER_HOME": str(tmp_path)}
+    code = (
+        "import sys, findata.orchestration.definitions; print('great_expectations' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip().splitlines()[-1] == "False"
