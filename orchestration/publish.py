@@ -49,6 +49,7 @@ from findata.control_plane import schema
 from findata.control_plane.database import engine_for
 from findata.orchestration.published_parts import (
     Part,
+    parts_select,
     plan_parts,
     read_parts,
     remove_database,
@@ -243,14 +244,9 @@ def dataset_records(
     return diff_dataset(
         con,
         contract,
-        _union(contract, [n for n, _ in changed]),
-        _union(contract, [o for _, o in changed]),
+        f"({parts_select(contract, [n for n, _ in changed])})",
+        f"({parts_select(contract, [o for _, o in changed])})",
     )
-
-
-def _union(contract: DatasetContract, parts: list[Part]) -> str:
-    columns = _quoted(contract.column_names)
-    return "(" + " UNION ALL ".join(f"SELECT {columns} FROM {p.relation}" for p in parts) + ")"
 
 
 def _columns(con: duckdb.DuckDBPyConnection, catalog: str, table: str) -> list[str]:

@@ -43,10 +43,12 @@ class Part:
     digest: int | None  # XOR of the rows' hashes; None without rows
     file: str  # relative to the published folder
 
-    @property
-    def relation(self) -> str:
-        """The part's rows, as SQL (found through the published folder's search path)."""
-        return f"read_parquet('{self.file}')"
+
+def parts_select(contract: DatasetContract, parts: list[Part]) -> str:
+    """A SELECT of the dataset's rows in ``parts`` (one or more), the contract's columns, their
+    files found through the published folder's search path: a version's view, or a diff's side."""
+    files = ", ".join(f"'{p.file}'" for p in parts)
+    return f"SELECT {_quoted(contract.column_names)} FROM read_parquet([{files}])"
 
 
 def _quoted(names: list[str]) -> str:
@@ -187,11 +189,8 @@ def write_version_file(
             [[p.dataset, p.name, p.since, p.rows, p.digest, p.file] for p in parts],
         )
         for contract in contracts:
-            files = ", ".join(f"'{p.file}'" for p in parts if p.dataset == contract.name)
-            con.execute(
-                f'CREATE VIEW "{contract.name}" AS SELECT {_quoted(contract.column_names)} '
-                f"FROM read_parquet([{files}])"
-            )
+            mine = [p for p in parts if p.dataset == contract.name]
+            con.execute(f'CREATE VIEW "{contract.name}" AS {parts_select(contract, mine)}')
         con.execute("CHECKPOINT")
 
 

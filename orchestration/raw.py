@@ -84,12 +84,7 @@ def cache_load(database: Path, source: str) -> str | None:
     if not database.exists():
         return None
     with duckdb.connect(str(database), read_only=True) as con:
-        if CACHE_LOADS.split(".", 1)[1] not in _raw_tables(con):
-            return None
-        found = con.execute(
-            f"SELECT cache_load FROM {CACHE_LOADS} WHERE source = ?", [source]
-        ).fetchall()
-    return found[0][0] if found else None
+        return _kept(con, CACHE_LOADS, "cache_load").get(source)
 
 
 def landing_fingerprints(database: Path) -> dict[str, str]:
@@ -97,7 +92,7 @@ def landing_fingerprints(database: Path) -> dict[str, str]:
     if not database.exists():
         return {}
     with duckdb.connect(str(database), read_only=True) as con:
-        return _kept_fingerprints(con)
+        return _kept(con, FINGERPRINTS, "fingerprint")
 
 
 def unchanged_raw_tables(
@@ -110,7 +105,7 @@ def unchanged_raw_tables(
     with duckdb.connect(str(database), read_only=True) as con:
         if (
             not set(tables) <= _raw_tables(con)
-            or _kept_fingerprints(con).get(source) != fingerprint
+            or _kept(con, FINGERPRINTS, "fingerprint").get(source) != fingerprint
         ):
             return None
         return {
@@ -129,7 +124,9 @@ def _raw_tables(con: duckdb.DuckDBPyConnection) -> set[str]:
     }
 
 
-def _kept_fingerprints(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
-    if FINGERPRINTS.split(".", 1)[1] not in _raw_tables(con):
+def _kept(con: duckdb.DuckDBPyConnection, table: str, column: str) -> dict[str, str]:
+    """Each source's ``column`` in ``table`` (one of the per-source tables above), if it
+    exists."""
+    if table.split(".", 1)[1] not in _raw_tables(con):
         return {}
-    return dict(con.execute(f"SELECT source, fingerprint FROM {FINGERPRINTS}").fetchall())
+    return dict(con.execute(f"SELECT source, {column} FROM {table}").fetchall())
