@@ -11,6 +11,7 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import sqlalchemy as sa
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
@@ -39,8 +40,10 @@ from findata.api.published import PublishedData
 from findata.api.quotas import Quotas, Sleep
 from findata.api.response_docs import without_validation_errors
 from findata.api.row_store import RowStore
+from findata.api.version_fetch import VersionFetches
 from findata.clock import Clock, get_clock
 from findata.control_plane.database import engine_for
+from findata.published_bucket import bucket_for
 from findata.settings import Settings, get_settings
 
 log = logging.getLogger("findata.api")
@@ -78,6 +81,7 @@ def create_app(
         app.state.clock,
         dt.timedelta(seconds=settings.version_idle_seconds),
         RowStore(int(settings.row_store_mb * 2**20)),
+        _version_fetches(settings, app.state.engine),
     )
     app.state.cursors = CursorCodec(cursor_secret(settings.cursor_secret, settings.home_dir))
     app.state.cache = response_cache(settings.cache_url)
@@ -123,6 +127,12 @@ def create_app(
     app.openapi = lambda: without_validation_errors(generated_openapi())  # type: ignore[method-assign]
     mount_dashboard(app, settings, app.state.clock, app.state.accounts, app.state.counters)
     return app
+
+
+def _version_fetches(settings: Settings, engine: sa.Engine) -> VersionFetches | None:
+    """The host's copy of the bucket's versions, when they are in one (``published_url``)."""
+    bucket = bucket_for(settings)
+    return None if bucket is None else VersionFetches(bucket, settings.published_dir, engine)
 
 
 async def _api_error(request: Request, error: Exception) -> Response:

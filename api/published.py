@@ -1,7 +1,9 @@
 """The published data the API serves: the current version (newest ``versions`` row) and read-only
 DuckDB connections to version files, opened once per version and shared by requests.
 
-A new version is picked up on the next request, without a restart; a request (or a cursor) that
+A new version is picked up on the next request, without a restart (with ``FINDATA_PUBLISHED_URL``
+set, once this host has fetched it from the bucket: the version before is served meanwhile,
+``api/version_fetch.py``); a request (or a cursor) that
 began on an older version keeps reading that version's immutable file. Each request leases a
 cursor of its own (``lease``) and releases it when done. A version that is no longer current is
 closed once no lease is out on it and it has been idle for ``idle`` (or when more than
@@ -21,6 +23,7 @@ import sqlalchemy as sa
 
 from findata.api.resolution import SubjectDirectory
 from findata.api.row_store import RowStore
+from findata.api.version_fetch import VersionFetches
 from findata.change_cursor import encode_change_cursor
 from findata.clock import Clock, SystemClock
 from findata.control_plane import schema
@@ -96,8 +99,11 @@ class PublishedData:
         clock: Clock | None = None,
         idle: dt.timedelta = dt.timedelta(seconds=60),
         row_store: RowStore | None = None,
+        fetches: VersionFetches | None = None,
     ) -> None:
         self.engine = engine
+        #: the host's copy of the bucket's versions (None: the published folder is the store)
+        self.fetches = fetches
         #: rows of open versions kept in memory (``api/row_store.py``; off unless given)
         self.row_store = row_store or RowStore(0)
         self.published_dir = published_dir
@@ -115,7 +121,9 @@ class PublishedData:
 
         Asked of the control plane on every call (a version published a moment ago is served
         by every worker from the next request), as the newest id alone through the DBAPI
-        cursor; the version's row is read when that id is not the one read last time."""
+        cursor; the version's row is read when that id is not the one read last time. A
+        version this host has yet to fetch from the bucket is fetched in the background while
+        the version before is served (waited for when there is none)."""
         (newest,) = self._newest_id.first() or (None,)
         if newest is None:
             return None
@@ -127,6 +135,12 @@ class PublishedData:
         if row is None:
             return None
         version = self._version(row)
+        if self.fetches is not None and not version.path.exists():
+            if held is not None:
+                self.fetches.start(row.file_name)
+                return held
+            if self.fetches.wait(row.file_name) is None:
+                return None  # retention removed it since the read: as before any version
         with self._lock:
             self._current = version
             if row.label != self._current_label:
@@ -139,8 +153,12 @@ class PublishedData:
         versions = schema.versions
         with self.engine.connect() as connection:
             row = connection.execute(sa.select(versions).where(versions.c.label == label)).first()
-        if row is None or not (self.published_dir / row.file_name).exists():
+        if row is None:
             return None
+        if not (self.published_dir / row.file_name).exists() and (
+            self.fetches is None or self.fetches.wait(row.file_name) is None
+        ):
+            return None  # removed by retention (a cursor issued on another host may ask)
         return self._version(row)
 
     def change_cursor(self, version: Version) -> str:

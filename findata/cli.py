@@ -237,15 +237,28 @@ def _serve(host: str, port: int, workers: int | None, webhooks: bool) -> None:
 
 @app.command()
 def ui(port: Annotated[int, typer.Option()] = 3000) -> None:
-    """The Dagster UI (and daemon: schedule, sensor) on the same FINDATA_HOME."""
+    """The Dagster UI (and daemon: schedule, sensor) on the same FINDATA_HOME and instance
+    (PostgreSQL when the control plane is)."""
+    import os
     import subprocess
 
-    from findata.orchestration.refresh import prepare_dagster_home
+    import sqlalchemy as sa
 
-    prepare_dagster_home(get_settings())
+    from findata.orchestration.dagster_instance import prepare_dagster_home
+
+    settings = get_settings()
+    dagster_home = prepare_dagster_home(settings)
+    # run in DAGSTER_HOME: `dagster dev` warns that a dagster.yaml in its working folder is
+    # ignored when DAGSTER_HOME is elsewhere; the home, made absolute, stays the same
+    os.environ["FINDATA_HOME"] = str(settings.home_dir)
+    url = sa.make_url(settings.control_plane_url)
+    if url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:":
+        # a SQLite control plane named by a relative path: the same file from there
+        absolute = url.set(database=str(Path(url.database).resolve()))
+        os.environ["FINDATA_DATABASE_URL"] = absolute.render_as_string(hide_password=False)
     dagster = Path(sys.executable).parent / "dagster"
     command = [str(dagster), "dev", "-m", "findata.orchestration.definitions", "-p", str(port)]
-    raise typer.Exit(subprocess.call(command))
+    raise typer.Exit(subprocess.call(command, cwd=dagster_home))
 
 
 @app.command()

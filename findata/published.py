@@ -108,6 +108,24 @@ def open_version(path: Path) -> duckdb.DuckDBPyConnection:
     return con
 
 
+def remove_unread_parts(published: Path, versions: list[Path]) -> list[Path]:
+    """Delete the part files (and staging leftovers) in ``published`` that no version file in
+    ``versions`` reads; the parts left are returned. The caller keeps anyone from writing
+    parts meanwhile (the publish lock)."""
+    read: set[Path] = set()
+    for version in versions:
+        with open_version(version) as con:
+            read.update(published / file for file in version_part_files(con, current_catalog(con)))
+    folder = published / PARTS_DIR
+    kept = []
+    for entry in sorted(folder.iterdir()) if folder.exists() else []:
+        if entry in read:
+            kept.append(entry)
+        else:
+            entry.unlink(missing_ok=True)
+    return kept
+
+
 def _search_folder(published: Path) -> str:
     folder = str(published.resolve())
     if "," in folder:  # file_search_path is a comma-separated list

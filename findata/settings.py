@@ -115,12 +115,30 @@ class Settings(BaseSettings):
         "every field, as traded, daily); least recently used first out. 0 turns it off: every "
         "request asks DuckDB.",
     )
+    published_url: str | None = Field(
+        default=None,
+        pattern=r"^s3://[^/]+(/.*)?$",
+        description="s3://bucket/prefix: published versions live in this S3-compatible "
+        "bucket. The pipeline uploads a version (its missing parts, then its file) before "
+        "making it current, and keeps home/published as its working copy; every API host "
+        "fetches the current version once into its own home/published and serves it from there "
+        "(a request during the fetch is served from the version before). Default: "
+        "home/published alone (one host).",
+    )
+    s3_endpoint_url: str | None = Field(
+        default=None,
+        description="The S3-compatible server of published_url (MinIO, Ceph, a loopback server "
+        "in tests); default: AWS's. Credentials and region come from the standard AWS "
+        "environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_DEFAULT_REGION, or a "
+        "profile).",
+    )
     version_retention_hours: float = Field(
         default=24.0,
         ge=0,
         description="A published version that is no longer current is removed (its file) this "
         "long after the version that replaced it was published; a page cursor on it then "
-        "answers 400. The refresh's publish step removes them.",
+        "answers 400. The refresh's publish step removes them (from the bucket of "
+        "published_url too).",
     )
     build_memory_limit: str = Field(
         default="3GB",

@@ -1,6 +1,7 @@
 """Publishing: an immutable version, its change records and its event, exactly once.
 
-Steps, in this order, under a lock that lets one publisher through at a time:
+Steps, in this order, under a lock that lets one publisher through at a time, on every host
+(``publish_lock.py``: a PostgreSQL advisory lock, a file lock on SQLite):
 
 1. fingerprint every mart that has a contract, part by part (``published_parts.py``: a dataset
    is one part, or its history and its recent rows), in the build warehouse;
@@ -11,9 +12,15 @@ Steps, in this order, under a lock that lets one publisher through at a time:
    over its parts), diff each dataset against the current version (DuckDB, both attached: only
    the parts that differ, row by row), and rename the staging file to
    ``published/<label>.duckdb`` (the immutable version);
-4. in ONE control-plane transaction insert the version row, its change records and its
+4. with ``FINDATA_PUBLISHED_URL`` set, upload the parts the bucket lacks, then the version file
+   (``findata/published_bucket.py``; the published folder is the pipeline host's working copy,
+   the current version fetched into it first if it lacks it);
+5. in ONE control-plane transaction insert the version row, its change records and its
    ``data.changed`` event. The newest version row is the current version, so the version becomes
-   current, and its records and event visible, in the same commit.
+   current, and its records and event visible, in the same commit. The lock is held until that
+   transaction has committed (on PostgreSQL it is taken by that very transaction), so
+   change-record and event ids commit in the order they were drawn: a reader paging
+   ``id > cursor`` cannot pass an id still to come.
 
 A publish that fails before the rename (the disk full while writing a part, say) deletes the
 staging files and what DuckDB wrote beside them (``.wal``, ``.tmp``) before the error goes on:
@@ -21,21 +28,21 @@ it leaves nothing but whole parts, and the current version keeps being served. A
 the commit leaves at most a version file (or staging file) that no row names, and parts no
 version reads; they are never served, the next publish removes the version file, with its side
 files, and publishes the same changes again (reusing the parts), and retention removes parts no
-version reads. Re-running is safe.
+version reads, in the bucket too (an upload that fails removes what it uploaded; a crash
+mid-upload leaves it to retention). Re-running is safe.
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import fcntl
 import hashlib
 import json
 import os
 import secrets
 import shutil
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,6 +54,7 @@ from findata.clock import Clock, utc_seconds_text
 from findata.contracts.datasets import DatasetContract, dataset_names, load_dataset_contract
 from findata.control_plane import schema
 from findata.control_plane.database import engine_for
+from findata.orchestration.publish_lock import publish_lock
 from findata.orchestration.published_parts import (
     Part,
     parts_select,
@@ -57,12 +65,19 @@ from findata.orchestration.published_parts import (
     write_missing_parts,
     write_version_file,
 )
-from findata.published import attach_version, current_version
+from findata.published import PARTS_DIR, attach_version, current_version
+from findata.published_bucket import (
+    PublishedBucket,
+    bucket_for,
+    fetch_version,
+    read_part_files,
+)
 from findata.settings import Settings
 
 #: environment variable naming a point where publishing kills its own process (crash tests)
 FAULT_ENV = "FINDATA_FAULT_INJECT"
 FAULT_AFTER_VERSION_FILE = "after-version-file"
+FAULT_MID_UPLOAD = "mid-upload"  # after the first object of a version is in the bucket
 
 
 @dataclass(frozen=True)
@@ -279,18 +294,6 @@ def data_through(
     return result
 
 
-@contextlib.contextmanager
-def publish_lock(published: Path) -> Iterator[None]:
-    """One publisher at a time on this machine (a file lock beside the versions)."""
-    published.mkdir(parents=True, exist_ok=True)
-    with open(published / ".publish.lock", "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 def _remove_unpublished_files(published: Path, known: set[str], keep: Path) -> None:
     """Delete version and staging files that no version row names (left by a crash before the
     commit), with their side files; a side file alone (its database already gone) too."""
@@ -310,6 +313,36 @@ def _removed_on_failure(staging: Path, written: list[Path]) -> Iterator[None]:
     except BaseException:
         for path in [staging, *written]:
             remove_database(path)
+        raise
+
+
+def _current_in_both(bucket: PublishedBucket, published: Path, file_name: str) -> None:
+    """The current version in the working copy, where the diff reads it (fetched if another
+    host published it, or this copy is new), and in the bucket, where the API hosts fetch it
+    (uploaded if it was published before the bucket was set)."""
+    if (published / file_name).exists() and file_name not in bucket.version_names():
+        path = published / file_name
+        _upload_version(bucket, published, path, read_part_files(path))
+    fetch_version(bucket, published, file_name)
+
+
+def _upload_version(
+    bucket: PublishedBucket, published: Path, version_file: Path, files: list[str]
+) -> None:
+    """Upload the parts ``files`` the bucket lacks, then the version file: a version file in
+    the bucket has its parts there. A failure removes what this call uploaded (so far as the
+    bucket answers; retention removes what it could not) and goes on."""
+    uploaded: list[str] = []
+    try:
+        for file in sorted(set(files) - bucket.names(f"{PARTS_DIR}/")):
+            uploaded.append(file)  # before: an upload that fails half-way may have stored it
+            bucket.upload(published / file, file)
+            _inject_fault(FAULT_MID_UPLOAD)
+        uploaded.append(version_file.name)
+        bucket.upload(version_file, version_file.name)
+    except BaseException:
+        with contextlib.suppress(Exception):  # the upload's error is the one to report
+            bucket.delete(uploaded)
         raise
 
 
@@ -349,17 +382,28 @@ def _event_payload(
     }
 
 
-def publish(settings: Settings, *, run_id: str, clock: Clock) -> PublishResult:
-    """Publish the build warehouse's marts as a new version if they changed (see module doc)."""
+def publish(
+    settings: Settings,
+    *,
+    run_id: str,
+    clock: Clock,
+    say: Callable[[str], None] | None = None,
+) -> PublishResult:
+    """Publish the build warehouse's marts as a new version if they changed (see module doc).
+    ``say`` is told when another publisher holds the lock and this one waits for it."""
     contracts = contracts_published()
     published = settings.published_dir
     engine = engine_for(settings.control_plane_url)
-    with publish_lock(published):
+    published.mkdir(parents=True, exist_ok=True)
+    bucket = bucket_for(settings)
+    with publish_lock(settings, say=say) as lock:
         with engine.connect() as connection:
             current = current_version(connection)
             known = set(connection.execute(sa.select(schema.versions.c.file_name)).scalars())
         staging = published / f".staging-{run_id}.duckdb"
         _remove_unpublished_files(published, known, keep=staging)
+        if bucket is not None and current is not None:
+            _current_in_both(bucket, published, current.file_name)
         written: list[Path] = []
         with _removed_on_failure(staging, written), _publishing_connection(settings) as con:
             parts = {c.name: plan_parts(con, c, _mart(c)) for c in contracts}
@@ -403,8 +447,12 @@ def publish(settings: Settings, *, run_id: str, clock: Clock) -> PublishResult:
         version_file = published / f"{label}.duckdb"
         os.replace(staging, version_file)
         _inject_fault(FAULT_AFTER_VERSION_FILE)
+        if bucket is not None:
+            files = sorted({p.file for c in contracts for p in parts[c.name]})
+            with _removed_on_failure(version_file, []):
+                _upload_version(bucket, published, version_file, files)
         event_id = "evt_" + secrets.token_hex(12)
-        with engine.begin() as connection:
+        with lock.transaction() as connection:
             version_id = connection.execute(
                 sa.insert(schema.versions).values(
                     label=label,

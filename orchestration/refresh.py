@@ -1,17 +1,14 @@
 """Running the refresh job in-process: the same Dagster job the UI runs, recorded in the same
-instance (``$FINDATA_HOME/dagster``)."""
+instance (``$FINDATA_HOME/dagster``; its storage follows the settings: ``dagster_instance.py``)."""
 
 from __future__ import annotations
 
-import os
-import shutil
 import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 
+from findata.orchestration.dagster_instance import prepare_dagster_home
 from findata.settings import Settings
 
-DAGSTER_YAML = Path(__file__).parent / "dagster.yaml"
 DEFINITIONS = "findata.orchestration.definitions"
 
 
@@ -32,16 +29,6 @@ class RefreshOutcome:
     unchanged_marts: list[str] = field(default_factory=list)
     #: marts checked on the rows they changed alone: how many rows each check read
     changed_rows_checked: dict[str, int] = field(default_factory=dict)
-
-
-def prepare_dagster_home(settings: Settings) -> Path:
-    """``$FINDATA_HOME/dagster`` with the project's dagster.yaml, exported as DAGSTER_HOME."""
-    home = settings.dagster_home
-    home.mkdir(parents=True, exist_ok=True)
-    if not (home / "dagster.yaml").exists():
-        shutil.copyfile(DAGSTER_YAML, home / "dagster.yaml")
-    os.environ["DAGSTER_HOME"] = str(home)
-    return home
 
 
 def run_refresh(

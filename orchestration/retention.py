@@ -12,13 +12,19 @@ stay readable while open).
 Versions share parts (``findata/published.py``): a part file goes when no version file left on
 disk reads it (nor is it being written: the pass runs under the publish lock), with the parts a
 crashed publish left behind.
+
+With ``FINDATA_PUBLISHED_URL`` set, the bucket is pruned by the same rule
+(``findata/published_bucket.py``): the version objects replaced long enough ago go, with those no
+row names (a publish that crashed before its commit), then the part objects no version object
+left reads. The API hosts' copies are pruned by the hosts (``api/published.py``).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import itertools
-from dataclasses import dataclass
+import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -26,9 +32,15 @@ import sqlalchemy as sa
 from findata.clock import as_utc
 from findata.control_plane import schema
 from findata.control_plane.database import engine_for
-from findata.orchestration.publish import publish_lock
+from findata.orchestration.publish_lock import publish_lock
 from findata.orchestration.published_parts import remove_database
-from findata.published import PARTS_DIR, current_catalog, open_version, version_part_files
+from findata.published import PARTS_DIR, remove_unread_parts
+from findata.published_bucket import (
+    PublishedBucket,
+    bucket_for,
+    read_part_files,
+    version_parts_in_bucket,
+)
 from findata.settings import Settings
 
 
@@ -40,6 +52,7 @@ class Retention:
     kept: int  # version files on disk
     parts: int  # part files on disk, each read by one or more of those versions
     disk_bytes: int  # the size of both, with their side files
+    objects_removed: list[str] = field(default_factory=list)  # from the bucket, if one is set
 
 
 def remove_superseded_versions(settings: Settings, now: dt.datetime) -> Retention:
@@ -51,7 +64,7 @@ def remove_superseded_versions(settings: Settings, now: dt.datetime) -> Retentio
     removed: list[str] = []
     # the versions are read under the lock: a version published after the read would be
     # missing from it, and its new parts removed as read by no version
-    with publish_lock(published):
+    with publish_lock(settings):
         with engine_for(settings.control_plane_url).connect() as connection:
             rows = connection.execute(
                 sa.select(versions.c.label, versions.c.file_name, versions.c.published_at).order_by(
@@ -64,27 +77,45 @@ def remove_superseded_versions(settings: Settings, now: dt.datetime) -> Retentio
                 remove_database(path)
                 removed.append(row.label)
         files = [published / r.file_name for r in rows if (published / r.file_name).exists()]
-        parts = _remove_unread_parts(published, files)
+        parts = remove_unread_parts(published, files)
+        bucket = bucket_for(settings)
+        objects = [] if bucket is None else _prune_bucket(bucket, published, rows, now - keep_for)
     return Retention(
-        removed, len(files), len(parts), sum(_disk_bytes(path) for path in [*files, *parts])
+        removed,
+        len(files),
+        len(parts),
+        sum(_disk_bytes(path) for path in [*files, *parts]),
+        objects,
     )
 
 
-def _remove_unread_parts(published: Path, versions: list[Path]) -> list[Path]:
-    """Delete the part files (and staging leftovers) no version in ``versions`` reads; the
-    parts left are returned."""
-    read: set[Path] = set()
-    for version in versions:
-        with open_version(version) as con:
-            read.update(published / file for file in version_part_files(con, current_catalog(con)))
-    folder = published / PARTS_DIR
-    kept = []
-    for entry in sorted(folder.iterdir()) if folder.exists() else []:
-        if entry in read:
-            kept.append(entry)
-        else:
-            entry.unlink(missing_ok=True)
-    return kept
+def _prune_bucket(
+    bucket: PublishedBucket, published: Path, rows: list[sa.Row], replaced_before: dt.datetime
+) -> list[str]:
+    """Delete the version objects replaced before ``replaced_before`` or named by no row, then
+    the part objects no version object left reads; the names deleted."""
+    held = bucket.names()
+    superseded = {
+        row.file_name
+        for row, replacement in itertools.pairwise(rows)
+        if as_utc(replacement.published_at) <= replaced_before
+    }
+    versions = {n for n in held if "/" not in n and n.endswith(".duckdb")}
+    kept = sorted((versions & {r.file_name for r in rows}) - superseded)
+    read: set[str] = set()
+    with tempfile.TemporaryDirectory() as scratch:
+        for name in kept:
+            local = published / name  # the working copy's file is the object's
+            read.update(
+                read_part_files(local)
+                if local.exists()
+                else version_parts_in_bucket(bucket, name, Path(scratch))
+            )
+    gone_versions = versions - set(kept)
+    gone_parts = {n for n in held if n.startswith(f"{PARTS_DIR}/")} - read
+    bucket.delete(gone_versions)  # first: a version object left always has its parts
+    bucket.delete(gone_parts)
+    return sorted(gone_versions | gone_parts)
 
 
 def _disk_bytes(path: Path) -> int:

@@ -115,7 +115,7 @@ def test_the_wheel_holds_only_the_findata_namespace(wheel: Path) -> None:
         "findata/contracts/datasets/prices.yaml",
         "findata/contracts/errors.yaml",
         "findata/control_plane/migrations/env.py",
-        "findata/orchestration/dagster.yaml",
+        "findata/orchestration/dagster_instance.py",
         "findata/transforms/dbt_project.yml",
         "findata/transforms/profiles.yml",
         "findata/transforms/models/marts/prices.sql",

@@ -50,7 +50,7 @@ def publish_version(context: dg.AssetExecutionContext) -> Iterator[dg.Materializ
     """Publish the marts as a new version if anything changed (orchestration.publish)."""
     settings = get_settings()
     clock = get_clock()
-    result = publish(settings, run_id=context.run.run_id, clock=clock)
+    result = publish(settings, run_id=context.run.run_id, clock=clock, say=context.log.info)
     retention = remove_superseded_versions(settings, clock.now())
     if retention.removed:
         context.log.info(f"removed versions replaced long enough ago: {retention.removed}")
