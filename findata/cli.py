@@ -236,7 +236,12 @@ def _serve(host: str, port: int, workers: int | None, webhooks: bool) -> None:
 
 
 @app.command()
-def ui(port: Annotated[int, typer.Option()] = 3000) -> None:
+def ui(
+    port: Annotated[int, typer.Option()] = 3000,
+    host: Annotated[
+        str, typer.Option(help="Where the webserver listens (0.0.0.0 in a container).")
+    ] = "127.0.0.1",
+) -> None:
     """The Dagster UI (and daemon: schedule, sensor) on the same FINDATA_HOME and instance
     (PostgreSQL when the control plane is)."""
     import os
@@ -257,7 +262,10 @@ def ui(port: Annotated[int, typer.Option()] = 3000) -> None:
         absolute = url.set(database=str(Path(url.database).resolve()))
         os.environ["FINDATA_DATABASE_URL"] = absolute.render_as_string(hide_password=False)
     dagster = Path(sys.executable).parent / "dagster"
-    command = [str(dagster), "dev", "-m", "findata.orchestration.definitions", "-p", str(port)]
+    command = [
+        *(str(dagster), "dev", "-m", "findata.orchestration.definitions"),
+        *("-p", str(port), "-h", host),
+    ]
     raise typer.Exit(subprocess.call(command, cwd=dagster_home))
 
 
