@@ -34,8 +34,10 @@ from findata.api.errors import (
 )
 from findata.api.front_door import API_PREFIX, FrontDoor
 from findata.api.generate import add_contract_routes
+from findata.api.health import healthz, readyz
 from findata.api.mcp.server import MCP_PATH, McpEndpoint
 from findata.api.paging import CursorCodec, cursor_secret
+from findata.api.prometheus import METRICS_PATH, ApiMetrics, mark_worker_dead, metrics_route
 from findata.api.published import PublishedData
 from findata.api.quotas import Quotas, Sleep
 from findata.api.response_docs import without_validation_errors
@@ -52,11 +54,12 @@ log = logging.getLogger("findata.api")
 @asynccontextmanager
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     """What runs while the app serves: the MCP transports' task groups; at the end, usage
-    written and version files closed."""
+    written, version files closed, and this worker's live metrics let go."""
     async with app.state.mcp.running():
         yield
     app.state.counters.close()  # the usage counted but not yet written
     app.state.published.close()
+    mark_worker_dead()
 
 
 def create_app(
@@ -85,6 +88,7 @@ def create_app(
     )
     app.state.cursors = CursorCodec(cursor_secret(settings.cursor_secret, settings.home_dir))
     app.state.cache = response_cache(settings.cache_url)
+    app.state.metrics = ApiMetrics() if settings.metrics_enabled else None
     app.state.counters = usage_counters_for(
         settings.counters_kind, app.state.engine, settings.cache_url
     )
@@ -94,6 +98,7 @@ def create_app(
             app.state.engine,
             app.state.clock,
             time.sleep if sleep is None else sleep,
+            app.state.metrics,
         )
         if settings.quotas_enabled
         else None
@@ -109,6 +114,7 @@ def create_app(
         client_latest_version=settings.client_latest_version,
         request_timeout_seconds=settings.request_timeout_seconds,
         query_timeout_seconds=settings.query_timeout_seconds,
+        metrics=app.state.metrics,
     )
 
     app.state.mcp = McpEndpoint(app.state.serving, app.state.accounts)
@@ -116,11 +122,16 @@ def create_app(
     app.router.routes.append(
         Route(MCP_PATH, endpoint=app.state.mcp, methods=["GET", "POST", "DELETE"])
     )
+    # for operators, outside /v1/ and the OpenAPI document: no key, no quota (api/health.py,
+    # api/prometheus.py)
+    app.router.routes.append(Route("/healthz", endpoint=healthz, methods=["GET"]))
+    app.router.routes.append(Route("/readyz", endpoint=readyz, methods=["GET"]))
+    app.router.routes.append(Route(METRICS_PATH, endpoint=metrics_route, methods=["GET"]))
 
     app.add_exception_handler(ApiError, _api_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(HTTPException, _http_exception)
-    app.add_middleware(FrontDoor)
+    app.add_middleware(FrontDoor, metrics=app.state.metrics, request_log=settings.request_log)
 
     add_contract_routes(app.router)
     generated_openapi = app.openapi

@@ -50,6 +50,9 @@ class ResponseCache(Protocol):
 
     def put(self, key: str, answer: CachedAnswer) -> None: ...
 
+    def check(self) -> None:
+        """Raise unless the cache answers (``/readyz``)."""
+
 
 def cache_key(version: str, view: str, path: str, sent: Mapping[str, str]) -> str:
     """The key of one answer (the key itself, wherever it was sent, is not part of it)."""
@@ -82,6 +85,9 @@ class MemoryCache:
             while len(self._answers) > self._entries:
                 self._answers.popitem(last=False)
 
+    def check(self) -> None:
+        """This process's memory always answers."""
+
 
 class RedisCache:
     """Answers shared by every worker that uses the same Redis. While Redis cannot be reached
@@ -106,6 +112,10 @@ class RedisCache:
             self._redis.set(key, _stored(answer), ex=ENTRY_SECONDS)
         except self._unreachable:
             log.warning("response cache unreachable: answer not kept", exc_info=True)
+
+    def check(self) -> None:
+        """Redis answers a ping (raises ``redis.RedisError`` otherwise)."""
+        self._redis.ping()
 
 
 def _stored(answer: CachedAnswer) -> bytes:

@@ -43,6 +43,7 @@ from findata.api.params import (
     validate_parameters,
     validate_path_parameter,
 )
+from findata.api.prometheus import ApiMetrics
 from findata.api.published import Lease, PublishedData, Version
 from findata.api.quotas import Quotas, Ticket, entity_ids_of
 from findata.api.responses import json_bytes
@@ -81,6 +82,7 @@ class Serving:
     client_latest_version: str
     request_timeout_seconds: float = 30.0
     query_timeout_seconds: float = 10.0
+    metrics: ApiMetrics | None = None  # response-cache hits and misses
 
 
 @dataclass(frozen=True)
@@ -340,6 +342,8 @@ def cached_or_handled(
         if quotas and call.owner and as_of and call.contract.index_as_of_allowance:
             quotas.admit_index_as_of(call.owner, as_of)
         hit = serving.cache.get(key)
+        if serving.metrics is not None:
+            serving.metrics.cache_looked_up(hit is not None)
         if hit is not None:
             return hit
         if call.contract.subject:

@@ -23,12 +23,16 @@ def require_key(request: Request, store: Store) -> KeyOwner:
     """The owner of the request's key; 401/403 otherwise."""
     owner = authenticate(read_key(request.headers, request.query_params), store, "required")
     assert owner is not None
+    request.state.account_id = owner.account.id  # the request's log line names the account
     return owner
 
 
 def optional_key(request: Request, store: Store) -> KeyOwner | None:
     """The owner of the request's key, or None for a keyless request (resolve, search)."""
-    return authenticate(read_key(request.headers, request.query_params), store, "optional")
+    owner = authenticate(read_key(request.headers, request.query_params), store, "optional")
+    if owner is not None:
+        request.state.account_id = owner.account.id  # the request's log line names the account
+    return owner
 
 
 def no_key(_request: Request, _store: AccountStore) -> None:

@@ -23,6 +23,7 @@ from findata.accounts.store import KeyOwner
 from findata.accounts.tables import blocked_ips
 from findata.accounts.usage import Limits, Reserved, next_window_start
 from findata.api.errors import ApiError
+from findata.api.prometheus import ApiMetrics
 from findata.clock import Clock
 from findata.contracts.plans import Plan, keyless_limits
 
@@ -67,12 +68,24 @@ class Quotas:
     """Admission and accounting on one set of usage counters."""
 
     def __init__(
-        self, counters: UsageCounters, engine: sa.Engine, clock: Clock, sleep: Sleep
+        self,
+        counters: UsageCounters,
+        engine: sa.Engine,
+        clock: Clock,
+        sleep: Sleep,
+        metrics: ApiMetrics | None = None,
     ) -> None:
         self.counters = counters
         self.engine = engine  # the blocked addresses
         self.clock = clock
         self.sleep = sleep
+        self.metrics = metrics  # refusals by reason
+
+    def _refused(self, error: ApiError) -> ApiError:
+        """``error`` (a 429), counted by its code."""
+        if self.metrics is not None:
+            self.metrics.quota_refused(error.code)
+        return error
 
     def admit(self, owner: KeyOwner | None, ip: str, cost: int) -> Ticket:
         """Reserve ``cost`` requests, or raise the spec's 429 (nothing is used then)."""
@@ -89,7 +102,7 @@ class Quotas:
             )
         outcome = self.counters.reserve(subject, now, cost, limits)
         if isinstance(outcome, str):
-            raise _refusal(outcome, limits, now, keyless=owner is None)
+            raise self._refused(_refusal(outcome, limits, now, keyless=owner is None))
         return Ticket(subject, cost, outcome, limits, owner is not None, plan)
 
     def give_back(self, ticket: Ticket) -> None:
@@ -139,7 +152,7 @@ class Quotas:
             subject, day, "as_of", as_of.isoformat(), allowance
         )
         if used is None:
-            raise ApiError("asof_limit_exceeded")
+            raise self._refused(ApiError("asof_limit_exceeded"))
         slowdown = plan.slowdowns.index_as_of
         if slowdown is not None:
             delay = slowdown.delay(used, allowance)
@@ -166,7 +179,7 @@ class Quotas:
                 sa.select(blocked_ips.c.ip).where(blocked_ips.c.ip == ip)
             ).first()
         if blocked is not None:
-            raise ApiError("temporarily_blocked", BLOCKED_DETAIL)
+            raise self._refused(ApiError("temporarily_blocked", BLOCKED_DETAIL))
 
 
 def _refusal(outcome: str, limits: Limits, now: dt.datetime, *, keyless: bool) -> ApiError:

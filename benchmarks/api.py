@@ -10,7 +10,10 @@ one year of daily prices (about 250 rows); a 5,000-row page (several tickers, li
 ``/v1/status`` as the floor of the stack (no key, no data file); the one-ticker request again as
 an MCP ``get_prices`` tool call (one POST to ``/mcp``), beside its REST route. Then the cost of
 the quota path: the one-ticker request again on a second server started with quotas off
-(``FINDATA_QUOTAS_ENABLED=false``), same run, same machine.
+(``FINDATA_QUOTAS_ENABLED=false``), same run, same machine; and the cost of the metrics and
+the request log lines: the same request on a third server started with both off
+(``FINDATA_METRICS_ENABLED=false``, ``FINDATA_REQUEST_LOG=false``), its throughput beside the
+first server's (which counts every request for ``/metrics`` and writes its log line to a file).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import json
 import os
 import statistics
 import subprocess
+import tempfile
 import threading
 import time
 from collections import Counter
@@ -143,7 +147,8 @@ def main() -> None:
     home, key = prepare_home(args.home, "findata-api-bench-")
     scenarios = json.loads((home / "demo" / "scenarios.json").read_text())
 
-    url, server = _serve(home, args.workers, quotas=True)
+    url, server = _serve(home, args.workers)
+    on_figures: dict[str, Any] = {}
     try:
         as_of = scenarios["as_of"]
         year_ago = f"{int(as_of[:4]) - 1}{as_of[4:]}"
@@ -174,29 +179,56 @@ def main() -> None:
             _measure(url, key, send, 1, 1.0)  # warm the version's connection
             figures = _measure(url, key, send, args.clients, args.seconds)
             print(f"{name:34s} {json.dumps(figures)}")
+            if name == "prices 1 ticker x 1 year":
+                on_figures = figures  # metrics and request log lines on (the default)
     finally:
         server.terminate()
         server.wait(timeout=30)
-    url, server = _serve(home, args.workers, quotas=False)
-    try:
-        send = kinds["prices 1 ticker x 1 year"]  # every request a cache miss
-        _measure(url, key, send, 1, 1.0)
-        figures = _measure(url, key, send, args.clients, args.seconds)
-        print(f"{'prices 1 ticker x 1 year, quotas off':34s} {json.dumps(figures)}")
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
+    for name, options in (
+        ("quotas off", {"quotas": False}),
+        ("metrics and logs off", {"observability": False}),
+    ):
+        url, server = _serve(home, args.workers, **options)
+        try:
+            send = kinds["prices 1 ticker x 1 year"]  # every request a cache miss
+            _measure(url, key, send, 1, 1.0)
+            figures = _measure(url, key, send, args.clients, args.seconds)
+            print(f"{'prices 1 ticker x 1 year, ' + name:34s} {json.dumps(figures)}")
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+        if name == "metrics and logs off":
+            on = on_figures["requests_per_second"]
+            off = figures["requests_per_second"]
+            print(
+                f"{'metrics and logs cost':34s} "
+                f"{json.dumps({'on_rps': on, 'off_rps': off, 'cost_pct': _cost(on, off)})}"
+            )
 
 
-def _serve(home: Path, workers: int, *, quotas: bool) -> tuple[str, subprocess.Popen[bytes]]:
-    """``findata serve`` on a free port, once it answers."""
+def _cost(on: float, off: float) -> float | None:
+    """The throughput lost with metrics and logs on, in percent of the throughput without."""
+    return round((off - on) / off * 100, 1) if off else None
+
+
+def _serve(
+    home: Path, workers: int, *, quotas: bool = True, observability: bool = True
+) -> tuple[str, subprocess.Popen[bytes]]:
+    """``findata serve`` on a free port, once it answers; its log lines go to a file (as a
+    service's go to its journal), so that writing them costs what it costs."""
     port = free_port()
-    env = {**os.environ, "FINDATA_HOME": str(home), "FINDATA_QUOTAS_ENABLED": str(quotas).lower()}
+    env = {
+        **os.environ,
+        "FINDATA_HOME": str(home),
+        "FINDATA_QUOTAS_ENABLED": str(quotas).lower(),
+        "FINDATA_METRICS_ENABLED": str(observability).lower(),
+        "FINDATA_REQUEST_LOG": str(observability).lower(),
+    }
     server = subprocess.Popen(
         [str(FINDATA), "serve", "--port", str(port), "--workers", str(workers)],
         env=env,
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stderr=tempfile.TemporaryFile(),  # noqa: SIM115 (open while the server runs)
     )
     url = f"http://127.0.0.1:{port}"
     if not wait_until_answering(f"{url}/v1/status", server):

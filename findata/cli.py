@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
@@ -46,6 +47,14 @@ for name, sub in (
     ("ips", ips_app),
 ):
     app.add_typer(sub, name=name)
+
+
+@app.callback()
+def _every_command() -> None:
+    """Log lines of every command in FINDATA_LOG_FORMAT (text by default, or json)."""
+    from findata.logs import configure_logging
+
+    configure_logging(get_settings().log_format)
 
 
 class Size(StrEnum):
@@ -191,12 +200,15 @@ def serve(
 
 
 def _serve(host: str, port: int, workers: int | None, webhooks: bool) -> None:
+    """The API until SIGTERM or SIGINT, with the account jobs (and the delivery worker) beside
+    it; on the signal every part takes no new work and finishes what is in flight within the
+    grace period (``findata/shutdown.py``, ``api/serve.py``)."""
     import os
     import threading
 
-    import uvicorn
-
+    from findata.api.serve import join_within, serve_api
     from findata.control_plane.database import upgrade
+    from findata.shutdown import GracefulStop
 
     if workers is not None:  # every worker reads it, to choose its usage counters
         os.environ["FINDATA_WORKERS"] = str(workers)
@@ -206,33 +218,39 @@ def _serve(host: str, port: int, workers: int | None, webhooks: bool) -> None:
     typer.echo(
         f"findata: {workers} worker(s), quota counters in {settings.counters_kind}", err=True
     )
+    stop = GracefulStop(settings.shutdown_grace_seconds, "findata serve")
+    beside: list[threading.Thread] = []
     # e-mail, invitation trials and renewals beside the API (safe beside other hosts' runs)
-    jobs = _account_jobs()
-    threading.Thread(
-        target=jobs.run,
-        args=(threading.Event(), settings.webhooks_poll_seconds),
-        name="account-jobs",
-        daemon=True,
-    ).start()
+    jobs_stop = threading.Event()
+    beside.append(
+        threading.Thread(
+            target=_account_jobs().run,
+            args=(jobs_stop, settings.webhooks_poll_seconds),
+            name="account-jobs",
+            daemon=True,
+        )
+    )
+    stop.on_stop(jobs_stop.set)
     if webhooks:
         # one delivery worker beside the API in this process (others may run elsewhere)
-        stop = threading.Event()
-        worker = _delivery_worker()
-        threading.Thread(
-            target=worker.run,
-            args=(stop, settings.webhooks_poll_seconds),
-            name="webhook-worker",
-            daemon=True,
-        ).start()
-    # uvicorn's access log prints query strings, which may hold a key: the API logs its own
-    uvicorn.run(
-        "findata.api.app:create_app",
-        factory=True,
-        host=host,
-        port=port,
-        workers=workers,
-        access_log=False,
-    )
+        webhooks_stop = threading.Event()
+        beside.append(
+            threading.Thread(
+                target=_delivery_worker().run,
+                args=(webhooks_stop, settings.webhooks_poll_seconds),
+                name="webhook-worker",
+                daemon=True,
+            )
+        )
+        stop.on_stop(webhooks_stop.set)
+    for thread in beside:
+        thread.start()
+    serve_api(host, port, workers, stop, settings.log_format)
+    # the API's workers are done: the work beside them finishes within what is left of the
+    # grace period (a worker that stopped without a signal stops it too)
+    stop.request("the API stopped")
+    join_within(beside, stop.remaining())
+    stop.finished()
 
 
 @app.command()
@@ -243,13 +261,16 @@ def ui(
     ] = "127.0.0.1",
 ) -> None:
     """The Dagster UI (and daemon: schedule, sensor) on the same FINDATA_HOME and instance
-    (PostgreSQL when the control plane is)."""
+    (PostgreSQL when the control plane is). SIGTERM or SIGINT stops every Dagster process
+    within the grace period."""
     import os
+    import signal
     import subprocess
 
     import sqlalchemy as sa
 
     from findata.orchestration.dagster_instance import prepare_dagster_home
+    from findata.shutdown import GracefulStop
 
     settings = get_settings()
     dagster_home = prepare_dagster_home(settings)
@@ -266,7 +287,35 @@ def ui(
         *(str(dagster), "dev", "-m", "findata.orchestration.definitions"),
         *("-p", str(port), "-h", host),
     ]
-    raise typer.Exit(subprocess.call(command, cwd=dagster_home))
+    stop = GracefulStop(settings.shutdown_grace_seconds, "findata ui")
+    # before the start: `dagster dev` then handles SIGINT and SIGTERM (it would ignore both if
+    # this command was started with SIGINT ignored, as a shell's background job is)
+    stop.install()
+    # its own process group: the webserver, daemon and code servers are signalled together,
+    # and whatever of them outlives `dagster dev` is found there
+    dagster_dev = subprocess.Popen(command, cwd=dagster_home, start_new_session=True)
+    group = dagster_dev.pid
+    stop.on_stop(lambda: _signal_group(group, signal.SIGTERM))
+    stop.on_force(lambda: _signal_group(group, signal.SIGKILL))
+    status = dagster_dev.wait()
+    signalled = stop.requested.is_set()
+    if _signal_group(group, signal.SIGTERM):  # children left behind by `dagster dev`
+        stop.request("dagster dev exited before its processes")
+        while _signal_group(group, 0):
+            time.sleep(0.1)  # the stop's watchdog kills the group when the grace runs out
+    stop.finished()
+    raise typer.Exit(0 if signalled else status)
+
+
+def _signal_group(group: int, signum: int) -> bool:
+    """Send ``signum`` to the process group ``group``; False when no process is left in it."""
+    import os
+
+    try:
+        os.killpg(group, signum)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 @app.command()
@@ -612,13 +661,17 @@ def webhooks_worker(once: Annotated[bool, typer.Option("--once")] = False) -> No
             }
         )
         return
-    import signal
     import threading
 
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
-    worker.run(stop, get_settings().webhooks_poll_seconds)
+    from findata.shutdown import GracefulStop
+
+    settings = get_settings()
+    stop = GracefulStop(settings.shutdown_grace_seconds, "findata webhooks worker")
+    stopping = threading.Event()  # no new claims; the sends in flight finish and are recorded
+    stop.on_stop(stopping.set)
+    stop.install()
+    worker.run(stopping, settings.webhooks_poll_seconds)
+    stop.finished()
 
 
 def _delivery_worker() -> DeliveryWorker:

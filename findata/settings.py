@@ -156,6 +156,32 @@ class Settings(BaseSettings):
         "longer current once no request has read it for this long (a later request, say a "
         "cursor page, reopens it).",
     )
+    shutdown_grace_seconds: float = Field(
+        default=30.0,
+        gt=0,
+        description="On SIGTERM or SIGINT a long-running command (serve, ui, webhooks worker, "
+        "demo while serving) takes no new work and lets what is in flight finish for at most "
+        "this long, then stops what remains; a second signal stops it at once.",
+    )
+    metrics_enabled: bool = Field(
+        default=True,
+        description="Count requests, quota refusals and cache hits for GET /metrics (off only "
+        "to measure their cost in benchmarks/api.py; /metrics then answers 404).",
+    )
+    metrics_token: str | None = Field(
+        default=None,
+        description="GET /metrics answers loopback clients; others only with "
+        "`Authorization: Bearer <token>` when this is set (else 404).",
+    )
+    log_format: Literal["text", "json"] = Field(
+        default="text",
+        description="Log lines as readable text, or one JSON object a line for a log system.",
+    )
+    request_log: bool = Field(
+        default=True,
+        description="One log line per API request (route template, status, duration, account "
+        "id; never a key); off only to measure its cost in benchmarks/api.py.",
+    )
     service_domains: list[str] = Field(
         default=[],
         description="Domains of the service itself and of its hosting platform; webhook URLs "

@@ -5,7 +5,7 @@ import dagster as dg
 from findata.orchestration.assets.build_inputs import build_inputs_gate
 from findata.orchestration.assets.checks import contract_checks
 from findata.orchestration.assets.dbt import dbt_models, dbt_resource
-from findata.orchestration.assets.publishing import publish_version
+from findata.orchestration.assets.publishing import REFRESH_CRON, publish_version
 from findata.orchestration.assets.raw import raw_assets
 from findata.orchestration.sensors import build_landing_sensor
 
@@ -21,7 +21,7 @@ defs = dg.Definitions(
         # after the US close (21:00 UTC) on every weekday
         dg.ScheduleDefinition(
             job=refresh_job,
-            cron_schedule="30 22 * * 1-5",
+            cron_schedule=REFRESH_CRON,
             execution_timezone="UTC",
             name="daily_refresh",
         ),

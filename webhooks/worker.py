@@ -14,6 +14,7 @@ import os
 import secrets
 import socket
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from pathlib import Path
 import sqlalchemy as sa
 
 from findata.clock import Clock
+from findata.logs import log_fields
 from findata.settings import Settings
 from findata.webhooks import deliveries
 from findata.webhooks.deliveries import Claim, LeaseLost
@@ -93,8 +95,9 @@ class DeliveryWorker:
             ca_bundle=settings.webhooks_ca_bundle,
         )
 
-    def run_once(self) -> RoundReport:
-        """One round: recover, fan out, send everything due now, prune the log."""
+    def run_once(self, stop: threading.Event | None = None) -> RoundReport:
+        """One round: recover, fan out, send everything due now, prune the log. Once ``stop``
+        is set no more deliveries are claimed: the sends in flight finish and are recorded."""
         now = self.clock.now()
         recovered = deliveries.recover_interrupted(self.engine, self.name, now, self._subscribers)
         # looked up once a round: a pause meanwhile still stops claims (they re-check the state),
@@ -106,7 +109,8 @@ class DeliveryWorker:
             sending: set[Future[str | None]] = set()
             while True:
                 # claim as sends finish, so one slow endpoint does not hold up the others
-                if free := self._concurrency - len(sending):
+                stopping = stop is not None and stop.is_set()
+                if (free := self._concurrency - len(sending)) and not stopping:
                     claims = deliveries.claim_due(
                         self.engine,
                         self.name,
@@ -129,7 +133,7 @@ class DeliveryWorker:
         log.info("webhook worker %s started", self.name)
         while not stop.is_set():
             try:
-                report = self.run_once()
+                report = self.run_once(stop)
                 if report.attempts or report.recovered:
                     log.info("webhook round: %s", report)
             except Exception:  # the next round retries; nothing is lost, state is in the DB
@@ -138,14 +142,34 @@ class DeliveryWorker:
 
     def _attempt(self, claim: Claim) -> str | None:
         """Check the URL again, sign now, send, record; returns the delivery's new status."""
+        started = time.perf_counter()
         result = self._send(claim)
         try:
-            return deliveries.settle(
+            status = deliveries.settle(
                 self.engine, claim, result, self.name, self.clock.now(), self._subscribers
             )
         except LeaseLost:  # held past its lease, or the endpoint was removed meanwhile
             log.warning("delivery %s attempt %s: lease lost", claim.delivery_id, claim.attempt)
             return None
+        # one line per attempt; never the URL (its query may carry the subscriber's token)
+        log.info(
+            "delivery %s attempt %s: %s",
+            claim.delivery_id,
+            claim.attempt,
+            status,
+            extra=log_fields(
+                ("delivery_id", "attempt", "status"),
+                delivery_id=claim.delivery_id,
+                attempt=claim.attempt,
+                endpoint_id=claim.endpoint_id,
+                account_id=claim.account_id,
+                status=status,
+                http_status=result.http_status,
+                error=result.error,
+                duration_ms=round((time.perf_counter() - started) * 1000, 3),
+            ),
+        )
+        return status
 
     def _send(self, claim: Claim) -> SendResult:
         try:

@@ -4,11 +4,15 @@ They are one step (one multi-asset) because they are written in one control-plan
 three assets make each visible in the UI with its own metadata and lineage.
 """
 
+import datetime as dt
+import logging
+import time
 from collections.abc import Iterator
 
 import dagster as dg
 
 from findata.clock import get_clock
+from findata.logs import log_fields
 from findata.orchestration.assets.checks import mart_asset_key
 from findata.orchestration.build_inputs import finish_build
 from findata.orchestration.publish import contracts_published, publish
@@ -20,12 +24,24 @@ PUBLISHED_VERSION = dg.AssetKey("published_version")
 CHANGE_RECORDS = dg.AssetKey("change_records")
 DATA_CHANGED_EVENT = dg.AssetKey("data_changed_event")
 
+#: the daily refresh: after the US close (21:00 UTC) on every weekday (definitions.py)
+REFRESH_CRON = "30 22 * * 1-5"
+#: the published assets are late (the UI's freshness: failing) when no publish step ran between
+#: the schedule's tick and an hour after it, the time a large refresh may take; Dagster's
+#: freshness daemon (run by `findata ui`) evaluates it
+PUBLISH_FRESHNESS = dg.FreshnessPolicy.cron(
+    deadline_cron="30 23 * * 1-5", lower_bound_delta=dt.timedelta(hours=1), timezone="UTC"
+)
+
+log = logging.getLogger("findata.publish")
+
 
 @dg.multi_asset(
     name="publish",
     specs=[
         dg.AssetSpec(
             PUBLISHED_VERSION,
+            freshness_policy=PUBLISH_FRESHNESS,
             group_name="publish",
             kinds={"duckdb"},
             deps=[mart_asset_key(c.name) for c in contracts_published()],
@@ -34,12 +50,14 @@ DATA_CHANGED_EVENT = dg.AssetKey("data_changed_event")
         ),
         dg.AssetSpec(
             CHANGE_RECORDS,
+            freshness_policy=PUBLISH_FRESHNESS,
             group_name="publish",
             deps=[PUBLISHED_VERSION],
             description="The change feed's records of this version.",
         ),
         dg.AssetSpec(
             DATA_CHANGED_EVENT,
+            freshness_policy=PUBLISH_FRESHNESS,
             group_name="publish",
             deps=[CHANGE_RECORDS],
             description="The data.changed event announcing them.",
@@ -50,6 +68,7 @@ def publish_version(context: dg.AssetExecutionContext) -> Iterator[dg.Materializ
     """Publish the marts as a new version if anything changed (orchestration.publish)."""
     settings = get_settings()
     clock = get_clock()
+    started = time.perf_counter()
     result = publish(settings, run_id=context.run.run_id, clock=clock, say=context.log.info)
     retention = remove_superseded_versions(settings, clock.now())
     if retention.removed:
@@ -60,6 +79,18 @@ def publish_version(context: dg.AssetExecutionContext) -> Iterator[dg.Materializ
         current = None if row is None else row.label
     if current is not None:  # a next refresh with nothing new stops at its first step
         finish_build(settings, context.run.run_id, current)
+    log.info(
+        "publish: %s",
+        result.version or "nothing changed",
+        extra=log_fields(
+            run_id=context.run.run_id,
+            version=result.version,
+            changed=result.changed,
+            records=result.records,
+            versions_removed=len(retention.removed),
+            duration_ms=round((time.perf_counter() - started) * 1000, 3),
+        ),
+    )
     if result.changed:
         context.log.info(f"published {result.version}: {result.records} change records")
     else:

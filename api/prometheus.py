@@ -1,0 +1,199 @@
+"""The service's Prometheus metrics and ``GET /metrics`` (not the spec's ``/v1/metrics`` data
+endpoint).
+
+``findata serve`` runs its workers in prometheus-client's multiprocess mode: it gives each run
+an empty folder in ``PROMETHEUS_MULTIPROC_DIR`` before any worker imports prometheus_client
+(``api/serve.py``), every worker counts into its own files there, and whichever worker answers
+``/metrics`` adds them all up, so ``--workers N`` report one set. Without that variable (the
+API built in a test process) the process's own registry is served.
+
+Counted where it happens: requests by route template, method and status with their latency
+(``api/front_door.py``), quota refusals by reason (``api/quotas.py``), response-cache hits and
+misses (``api/data_requests.py``). Read at scrape time, from the control plane, so that they
+cover every worker and host: the age of the current published version (data freshness), webhook
+deliveries by status, and the delivery queue's depth and oldest due age.
+
+No label holds a key, an address, a ticker or a query string: routes are templates
+(``/v1/prices/{tickers}``), the other labels come from short fixed lists.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hmac
+import ipaddress
+import logging
+import os
+from collections.abc import Iterable, Iterator
+
+import sqlalchemy as sa
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    REGISTRY,
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    generate_latest,
+    multiprocess,
+)
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+
+from findata.clock import Clock
+from findata.published import current_version
+from findata.webhooks.tables import webhook_deliveries
+
+log = logging.getLogger("findata.api.metrics")
+
+MULTIPROCESS_DIR_VARIABLE = "PROMETHEUS_MULTIPROC_DIR"
+METRICS_PATH = "/metrics"
+#: the route label of a request no route matched (its path is never a label)
+UNMATCHED_ROUTE = "unmatched"
+
+REQUESTS = Counter(
+    "findata_http_requests",
+    "HTTP requests answered, by route template, method and status.",
+    ["route", "method", "status"],
+)
+REQUEST_SECONDS = Histogram(
+    "findata_http_request_duration_seconds",
+    "Time to answer an HTTP request, by route template and method.",
+    ["route", "method"],
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
+)
+QUOTA_REFUSALS = Counter(
+    "findata_quota_refusals",
+    "Requests refused by a quota (429), by reason (the error code).",
+    ["reason"],
+)
+CACHE_LOOKUPS = Counter(
+    "findata_response_cache_lookups",
+    "Response-cache lookups of data requests, by result (hit or miss).",
+    ["result"],
+)
+
+
+class ApiMetrics:
+    """What the API counts (``create_app`` makes one unless ``FINDATA_METRICS_ENABLED`` is
+    off)."""
+
+    def request_answered(self, route: str, method: str, status: int, seconds: float) -> None:
+        """One answered request."""
+        REQUESTS.labels(route, method, str(status)).inc()
+        REQUEST_SECONDS.labels(route, method).observe(seconds)
+
+    def quota_refused(self, reason: str) -> None:
+        """One request refused by a quota; ``reason`` is the 429's error code."""
+        QUOTA_REFUSALS.labels(reason).inc()
+
+    def cache_looked_up(self, hit: bool) -> None:
+        """One response-cache lookup."""
+        CACHE_LOOKUPS.labels("hit" if hit else "miss").inc()
+
+
+class ControlPlaneCollector(Collector):
+    """The metrics read from the control plane when scraped (two small queries, the second on
+    the deliveries' due index)."""
+
+    def __init__(self, engine: sa.Engine, clock: Clock) -> None:
+        self.engine = engine
+        self.clock = clock
+
+    def collect(self) -> Iterator[Metric]:
+        now = self.clock.now()
+        freshness = GaugeMetricFamily(
+            "findata_published_version_age_seconds",
+            "Seconds since the current published version was published (absent before the "
+            "first publish).",
+        )
+        by_status = GaugeMetricFamily(
+            "findata_webhook_deliveries",
+            "Webhook deliveries on record (the delivery log's 30 days), by status.",
+            labels=["status"],
+        )
+        depth = GaugeMetricFamily(
+            "findata_webhook_queue_depth",
+            "Webhook deliveries waiting to be sent (pending, due now or later) or being sent.",
+        )
+        oldest = GaugeMetricFamily(
+            "findata_webhook_queue_oldest_due_age_seconds",
+            "Seconds the longest-waiting due delivery has been due (0 when none is due).",
+        )
+        D = webhook_deliveries
+        with self.engine.connect() as connection:
+            version = current_version(connection)
+            counts = connection.execute(
+                sa.select(D.c.status, sa.func.count()).group_by(D.c.status)
+            ).all()
+            due_since = connection.execute(
+                sa.select(sa.func.min(D.c.next_attempt_at)).where(
+                    D.c.status == "pending", D.c.next_attempt_at <= now
+                )
+            ).scalar_one()
+        if version is not None:
+            freshness.add_metric([], (now - _utc(version.published_at)).total_seconds())
+        statuses = dict.fromkeys(("pending", "delivering", "delivered", "failed"), 0)
+        statuses.update({"no_retries_left": 0, **{status: count for status, count in counts}})
+        for status, count in statuses.items():
+            by_status.add_metric([status], count)
+        depth.add_metric([], statuses["pending"] + statuses["delivering"])
+        oldest.add_metric([], 0.0 if due_since is None else (now - _utc(due_since)).total_seconds())
+        yield from (freshness, by_status, depth, oldest)
+
+
+class _ThisProcess(Collector):
+    """The process's own registry (no multiprocess folder: a test process)."""
+
+    def collect(self) -> Iterable[Metric]:
+        return REGISTRY.collect()
+
+
+def metrics_exposition(engine: sa.Engine, clock: Clock) -> bytes:
+    """Every metric in Prometheus's text format: the workers' counts, then the control
+    plane's."""
+    registry = CollectorRegistry()
+    if os.environ.get(MULTIPROCESS_DIR_VARIABLE):
+        multiprocess.MultiProcessCollector(registry)
+    else:
+        registry.register(_ThisProcess())
+    registry.register(ControlPlaneCollector(engine, clock))
+    return generate_latest(registry)
+
+
+def may_scrape(request: Request, token: str | None) -> bool:
+    """Loopback clients may; others only with ``Authorization: Bearer <token>`` when a token
+    is set. (Behind a reverse proxy on this host, uvicorn takes the client from
+    ``X-Forwarded-For``, so a proxied request counts as from elsewhere.)"""
+    host = request.client.host if request.client else ""
+    try:
+        if ipaddress.ip_address(host).is_loopback:
+            return True
+    except ValueError:
+        pass
+    if not token:
+        return False
+    scheme, _, sent = request.headers.get("authorization", "").partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(sent.encode(), token.encode())
+
+
+def metrics_route(request: Request) -> Response:
+    """``GET /metrics``: the exposition, or to a client that may not scrape (and when metrics
+    are off) the 404 of a path that does not exist."""
+    state = request.app.state
+    if state.metrics is None or not may_scrape(request, state.settings.metrics_token):
+        raise HTTPException(404)
+    return Response(metrics_exposition(state.engine, state.clock), media_type=CONTENT_TYPE_LATEST)
+
+
+def mark_worker_dead() -> None:
+    """This worker's live gauges leave the multiprocess folder (on its way out)."""
+    if os.environ.get(MULTIPROCESS_DIR_VARIABLE):
+        multiprocess.mark_process_dead(os.getpid())
+
+
+def _utc(moment: dt.datetime) -> dt.datetime:
+    """A stored time as aware UTC (SQLite gives them back naive)."""
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=dt.UTC)

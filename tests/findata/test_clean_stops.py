@@ -1,0 +1,176 @@
+"""Clean stops (issue 22): ``findata serve`` and ``findata demo`` while serving, each started in a
+process group of its own, get SIGTERM or SIGINT with a request in flight: that request is
+answered 200, no new connection is taken, every process of the group is gone within the grace
+period, the port is free and the exit status is 0. A second signal stops at once.
+
+The request in flight is a real slow one: a Pro account at the last request of its day waits
+2 s before its answer (the plans' ``daily_requests`` slow-down), its usage written beforehand
+to the control plane the server counts in (``FINDATA_USAGE_COUNTERS=database``)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import shutil
+import signal
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from findata.accounts.counters import DatabaseCounters
+from findata.accounts.store import AccountStore
+from findata.clock import SystemClock
+from findata.contracts.plans import plan
+from findata.control_plane.database import engine_for
+from findata.shutdown import FORCED_EXIT_STATUS
+from tests.api.server import copy_published_home, free_port
+from tests.findata.stopping import (
+    command_env,
+    command_group,
+    port_is_free,
+    send,
+    wait_answering,
+    wait_group_gone,
+)
+
+GRACE = 12.0  # seconds: room for the 2 s request and the workers' exit on a busy machine
+SLOW_SECONDS = 2.0  # the wait of a Pro account's last request of the day (contracts/plans.yaml)
+
+
+def slow_key(home: Path) -> str:
+    """A Pro key whose account has used all but one request of today: its next answer waits
+    ``SLOW_SECONDS``."""
+    engine = engine_for(f"sqlite:///{home.resolve() / 'control.sqlite'}")
+    store = AccountStore(engine, SystemClock())
+    issued = store.create_key(store.create_account("slow@example.com", "pro").id)
+    allowance = plan("pro").requests_per_day
+    DatabaseCounters(engine).add_usage(
+        issued.account.id, dt.datetime.now(dt.UTC), requests=allowance - 1
+    )
+    engine.dispose()
+    return issued.key
+
+
+class InFlight:
+    """A request sent on a thread of its own: its answer and when it came."""
+
+    def __init__(self, url: str, key: str) -> None:
+        self.answer: httpx.Response | None = None
+        self.error: BaseException | None = None
+        self.answered_at = 0.0
+        self._thread = threading.Thread(target=self._send, args=(url, key), daemon=True)
+        self._thread.start()
+
+    def _send(self, url: str, key: str) -> None:
+        try:
+            self.answer = httpx.get(
+                f"{url}/v1/search", params={"limit": 1}, headers={"X-API-Key": key}, timeout=60
+            )
+        except BaseException as error:  # the test reports it
+            self.error = error
+        self.answered_at = time.monotonic()
+
+    def result(self) -> httpx.Response:
+        self._thread.join(timeout=60)
+        assert self.error is None, repr(self.error)
+        assert self.answer is not None
+        return self.answer
+
+
+def stop_with_request_in_flight(
+    args: list[str], home: Path, port: int, signum: int, to_group: bool, log: Path
+) -> None:
+    """Start ``findata <args>`` serving on ``port``, send a slow request, signal, and check the
+    clean stop."""
+    key = slow_key(home)
+    url = f"http://127.0.0.1:{port}"
+    env = command_env(home, GRACE, usage_counters="database")
+    with log.open("wb") as output, command_group(args, env, output) as process:
+        wait_answering(f"{url}/healthz", process)
+        in_flight = InFlight(url, key)
+        time.sleep(0.8)  # the request is in its wait now
+        signalled_at = time.monotonic()
+        send(process, signum, to_group)
+        time.sleep(0.3)
+        with pytest.raises(httpx.TransportError):  # no new work once the stop is asked
+            httpx.get(f"{url}/healthz", timeout=2)
+        answer = in_flight.result()
+        assert answer.status_code == 200, answer.text
+        assert in_flight.answered_at > signalled_at  # it was in flight when the signal came
+        assert answer.elapsed.total_seconds() >= SLOW_SECONDS - 0.1
+        gone_after = wait_group_gone(process, GRACE)
+        assert process.returncode == 0, log.read_text()[-3000:]
+    assert gone_after < GRACE
+    assert port_is_free(port)
+
+
+@pytest.fixture
+def serve_home(published_home: Path, tmp_path: Path) -> Path:
+    """The published demo in a home of its own (SQLite control plane)."""
+    home = tmp_path / "home"
+    copy_published_home(published_home, home, None)
+    return home
+
+
+@pytest.mark.parametrize(
+    ("workers", "signum", "to_group"),
+    [
+        (1, signal.SIGTERM, False),
+        (1, signal.SIGINT, True),
+        (2, signal.SIGTERM, False),
+        (2, signal.SIGINT, True),
+        (2, signal.SIGTERM, True),
+    ],
+    ids=[
+        "1-worker-sigterm",
+        "1-worker-sigint-group",
+        "2-workers-sigterm",
+        "2-workers-sigint-group",
+        "2-workers-sigterm-group",
+    ],
+)
+def test_serve_stops_cleanly_with_a_request_in_flight(
+    serve_home: Path, tmp_path: Path, workers: int, signum: int, to_group: bool
+) -> None:
+    port = free_port()
+    args = ["serve", "--port", str(port), "--workers", str(workers), "--webhooks"]
+    stop_with_request_in_flight(args, serve_home, port, signum, to_group, tmp_path / "serve.log")
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_second_signal_stops_serve_at_once(
+    serve_home: Path, tmp_path: Path, workers: int
+) -> None:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    env = command_env(serve_home, 60, usage_counters="database")
+    args = ["serve", "--port", str(port), "--workers", str(workers)]
+    key = slow_key(serve_home)
+    with (tmp_path / "serve.log").open("wb") as output, command_group(args, env, output) as process:
+        wait_answering(f"{url}/healthz", process)
+        in_flight = InFlight(url, key)
+        time.sleep(0.8)
+        process.send_signal(signal.SIGTERM)
+        time.sleep(0.2)
+        process.send_signal(signal.SIGINT)
+        # long before the request's answer, let alone the 60 s grace period
+        assert wait_group_gone(process, 1.0) < 1.0
+        assert process.returncode == FORCED_EXIT_STATUS
+        in_flight._thread.join(timeout=10)
+        assert in_flight.answer is None  # abandoned: the connection closed unanswered
+    assert port_is_free(port)
+
+
+def test_demo_while_serving_stops_cleanly_with_a_request_in_flight(
+    published_home: Path, tmp_path: Path
+) -> None:
+    """``findata demo`` on a home whose landing was refreshed already: nothing runs again, it
+    serves (with the delivery worker beside the API) until the signal."""
+    home = tmp_path / "home"
+    shutil.copytree(published_home, home, ignore=shutil.ignore_patterns("dagster"))
+    port = free_port()
+    stop_with_request_in_flight(
+        ["demo", "--port", str(port)], home, port, signal.SIGTERM, False, tmp_path / "demo.log"
+    )
