@@ -105,7 +105,7 @@ def _print_demo_sign_in(port: int) -> None:
     """The demo account's sign-in for the dashboard (a new password on every run)."""
     from findata.accounts.demo_sign_in import ready_demo_sign_in
     from findata.accounts.logins import Logins
-    from findata.api.dashboard.services import dashboard_secret
+    from findata.local_secrets import dashboard_secret
 
     store = _accounts()
     logins = Logins(store.engine, store.clock, dashboard_secret(get_settings()))

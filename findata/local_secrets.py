@@ -10,6 +10,10 @@ from __future__ import annotations
 import os
 import secrets
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from findata.settings import Settings
 
 
 def local_secret(home: Path, name: str, size: int = 32) -> bytes:
@@ -27,3 +31,12 @@ def local_secret(home: Path, name: str, size: int = 32) -> bytes:
         finally:
             candidate.unlink()
     return path.read_bytes()
+
+
+def dashboard_secret(settings: Settings) -> bytes:
+    """Signs dashboard sessions and e-mail links: the configured secret (the same on every
+    host), else this host's own. Here, not beside the dashboard: ``findata demo`` signs the demo
+    account in without importing the web stack."""
+    if settings.dashboard_secret:
+        return settings.dashboard_secret.encode()
+    return local_secret(settings.home_dir, "dashboard.key")

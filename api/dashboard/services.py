@@ -17,7 +17,7 @@ from findata.accounts.notices import NoticeBox
 from findata.accounts.store import AccountStore
 from findata.api.dashboard.sessions import SessionCookies
 from findata.clock import Clock
-from findata.local_secrets import local_secret
+from findata.local_secrets import dashboard_secret
 from findata.settings import Settings
 from findata.webhooks.endpoints import WebhookEndpoints
 from findata.webhooks.signing import SecretBox
@@ -43,14 +43,6 @@ class DashboardServices:
     mailer: Mailer
     cookies: SessionCookies
     templates: Jinja2Templates
-
-
-def dashboard_secret(settings: Settings) -> bytes:
-    """Signs sessions and e-mail links: the configured secret (the same on every host), else
-    this host's own."""
-    if settings.dashboard_secret:
-        return settings.dashboard_secret.encode()
-    return local_secret(settings.home_dir, "dashboard.key")
 
 
 def build_services(

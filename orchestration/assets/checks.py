@@ -6,7 +6,7 @@ import duckdb
 from findata.clock import get_clock, utc_today
 from findata.contracts.datasets import DatasetContract
 from findata.orchestration.checks.results import ContractCheckResult
-from findata.orchestration.checks.unchanged import comparable_version, unchanged_since
+from findata.orchestration.checks.unchanged import comparable_version, compare_with_version
 from findata.orchestration.checks.warehouse import check_mart
 from findata.orchestration.publish import contracts_published
 from findata.published import current_version_at
@@ -43,14 +43,14 @@ def _contract_check(contract: DatasetContract) -> dg.AssetChecksDefinition:
         settings = get_settings()
         comparable = comparable_version(settings, context.run.run_id)
         with duckdb.connect(str(settings.warehouse_path), read_only=True) as con:
-            unchanged = unchanged_since(con, contract, comparable)
-            if unchanged is not None:
+            comparison = compare_with_version(con, "marts", contract, comparable)
+            if comparison is not None and comparison.unchanged:
                 return dg.AssetCheckResult(
                     passed=True,
                     metadata={
-                        "unchanged_since": unchanged,
-                        "checked": f"not again: the rows of {unchanged}, built by the same code "
-                        "and contracts, which passed this contract then",
+                        "unchanged_since": comparison.label,
+                        "checked": f"not again: the rows of {comparison.label}, built by the same "
+                        "code and contracts, which passed this contract then",
                     },
                 )
             result = check_mart(
@@ -59,7 +59,7 @@ def _contract_check(contract: DatasetContract) -> dg.AssetChecksDefinition:
                 contract,
                 today=utc_today(get_clock()),
                 previous_rows=previous_row_counts().get(contract.name),
-                compared_with=comparable,
+                compared_with=comparison,
             )
         return dg.AssetCheckResult(
             passed=result.success,

@@ -20,7 +20,6 @@ other-code build checks every row (``warehouse.check_mart``), as ``findata contr
 from __future__ import annotations
 
 import datetime as dt
-from pathlib import Path
 
 import duckdb
 import pandas as pd
@@ -31,7 +30,7 @@ from findata.orchestration.checks.frames import quote, read_frame
 from findata.orchestration.checks.partitioned import Slice, result_of_parts, validate_slice
 from findata.orchestration.checks.results import ContractCheckResult
 from findata.orchestration.checks.suite import build_suite
-from findata.orchestration.published_parts import part_predicate, read_parts, unchanged_parts
+from findata.orchestration.checks.unchanged import VersionComparison
 from findata.published import attach_version, detach_version
 
 TABLE_RULES = frozenset({"row_count_min_ratio"})
@@ -58,40 +57,24 @@ def changed_rows_sql(
     )
 
 
-def differing_parts_scope(
-    con: duckdb.DuckDBPyConnection, relation: str, contract: DatasetContract, catalog: str
-) -> str:
-    """The rows to compare with the version attached as ``catalog``: those of its parts of the
-    dataset whose rows ``relation`` does not hold exactly (a new day leaves the history part
-    as it was: only this year's rows are compared); every row for a version without parts."""
-    served = [p for p in read_parts(con, catalog) or [] if p.dataset == contract.name]
-    if not served:
-        return "true"
-    same = {p.name for p in unchanged_parts(con, contract, relation, served)}
-    differing = [part_predicate(contract, p) for p in served if p.name not in same]
-    return " OR ".join(f"({condition})" for condition in differing) or "false"
-
-
 def check_changed_rows(
     con: duckdb.DuckDBPyConnection,
     schema: str,
     contract: DatasetContract,
-    published: Path,
-    label: str,
+    comparison: VersionComparison,
     *,
     today: dt.date,
     previous_rows: int | None,
 ) -> ContractCheckResult:
-    """Check ``<schema>.<contract.name>`` where it differs from version ``label`` (the file
-    ``published``); see the module doc."""
+    """Check ``<schema>.<contract.name>`` where it differs from the version it was compared
+    with (``unchanged.compare_with_version``); see the module doc."""
     relation = f"{quote(schema)}.{quote(contract.name)}"
     ((row_count,),) = con.execute(f"SELECT count(*) FROM {relation}").fetchall()
-    attach_version(con, published, "served")
+    label = comparison.label
+    attach_version(con, comparison.file, "served")
     try:
-        scope = differing_parts_scope(con, relation, contract, "served")
-        frame = read_frame(
-            con, changed_rows_sql(relation, f"served.main.{quote(contract.name)}", contract, scope)
-        )
+        served = f"served.main.{quote(contract.name)}"
+        frame = read_frame(con, changed_rows_sql(relation, served, contract, comparison.scope))
     finally:
         detach_version(con, "served")
     suite = build_suite(contract, today=today, previous_rows=previous_rows).to_json_dict()

@@ -5,9 +5,11 @@ version was built.
 A mart's check is skipped (passed, saying since which version) only when all of these hold: the
 run started a build of its own, not forced, after a successful build; the code and contracts
 are those of that build (``build_inputs.py``); that build's version is still current and its
-file is on disk; and the mart's rows (the contract's columns) have the fingerprint of the
-published table. Anything else runs the whole check. ``findata contracts check`` always checks
-every row of every mart.
+file is on disk; and the mart's rows (the contract's columns) have the fingerprints of the
+version's parts of the dataset. One scan of the mart fingerprints it part by part
+(``compare_with_version``): the same scan tells a changed mart's check which parts to compare
+(``changed_rows.py``). Anything else runs the whole check. ``findata contracts check`` always
+checks every row of every mart.
 
 Sound because no contract rule can turn on rows that did not change: the rules that read the
 day bound dates from above (``max: today``, and days only pass), and the row-count rule compares
@@ -16,6 +18,7 @@ with the current version, whose count these rows have.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
@@ -23,7 +26,7 @@ import duckdb
 from findata.contracts.datasets import DatasetContract
 from findata.orchestration.build_inputs import build_before, code_fingerprint
 from findata.orchestration.publish import table_fingerprint
-from findata.orchestration.published_parts import read_parts, table_print
+from findata.orchestration.published_parts import part_predicate, read_parts, unchanged_parts
 from findata.published import current_catalog, current_version_at, open_version
 from findata.settings import Settings
 
@@ -42,21 +45,46 @@ def comparable_version(settings: Settings, run_id: str) -> tuple[str, Path] | No
     return (current.label, published) if published.exists() else None
 
 
-def unchanged_since(
+@dataclass(frozen=True)
+class VersionComparison:
+    """A mart compared with the dataset of the ``comparable_version``: which rows may differ."""
+
+    label: str
+    file: Path
+    #: the rows to compare, as a SQL condition on the dataset's columns: those of the version's
+    #: parts the mart does not hold exactly (a new day: this year's prices); "true" for every
+    #: row (a version without parts, whose table differs), "false" for none
+    scope: str
+
+    @property
+    def unchanged(self) -> bool:
+        """True when the mart holds exactly the version's rows."""
+        return self.scope == _NONE
+
+
+_NONE, _ALL = "false", "true"
+
+
+def compare_with_version(
     warehouse: duckdb.DuckDBPyConnection,
+    schema: str,
     contract: DatasetContract,
     comparable: tuple[str, Path] | None,
-) -> str | None:
-    """The label of the ``comparable`` version (``comparable_version``) when mart
-    ``contract.name`` in ``warehouse`` holds exactly its rows; None when it must be checked."""
+) -> VersionComparison | None:
+    """Mart ``<schema>.<contract.name>`` in ``warehouse`` compared with the ``comparable``
+    version (``comparable_version``), part by part, in one scan of the mart; None without a
+    comparable version (then every row must be checked)."""
     if comparable is None:
         return None
     label, published = comparable
     with open_version(published) as served:
         parts = read_parts(served, current_catalog(served))
-        served_print = (
-            table_fingerprint(served, "main", contract)
-            if parts is None
-            else table_print(contract, [p for p in parts if p.dataset == contract.name])
-        )
-    return label if table_fingerprint(warehouse, "marts", contract) == served_print else None
+        served_print = table_fingerprint(served, "main", contract) if parts is None else None
+    if parts is None:  # a version that holds its tables itself: the whole table is one part
+        same = table_fingerprint(warehouse, schema, contract) == served_print
+        return VersionComparison(label, published, _NONE if same else _ALL)
+    mine = [p for p in parts if p.dataset == contract.name]
+    mart = f'"{schema}"."{contract.name}"'
+    same_parts = {p.name for p in unchanged_parts(warehouse, contract, mart, mine)}
+    differing = [f"({part_predicate(contract, p)})" for p in mine if p.name not in same_parts]
+    return VersionComparison(label, published, " OR ".join(differing) or _NONE)

@@ -13,6 +13,7 @@ from findata.orchestration.checks.changed_rows import check_changed_rows
 from findata.orchestration.checks.frames import quote, read_frame
 from findata.orchestration.checks.partitioned import check_partitioned
 from findata.orchestration.checks.results import ContractCheckResult, ContractFailure
+from findata.orchestration.checks.unchanged import VersionComparison
 from findata.orchestration.checks.validate import check_dataset
 
 FULL_CHECK_MAX_ROWS = 2_000_000
@@ -56,13 +57,14 @@ def check_mart(
     *,
     today: dt.date,
     previous_rows: int | None,
-    compared_with: tuple[str, Path] | None = None,
+    compared_with: VersionComparison | None = None,
     full_check_max_rows: int = FULL_CHECK_MAX_ROWS,
     sample_rows: int = SAMPLE_ROWS,
 ) -> ContractCheckResult:
     """Check ``<schema>.<contract.name>``: whole if small enough, else exact slices + sample;
-    where it differs from a published version (``compared_with``: its label and file) when
-    given and the mart has the contract's columns (``changed_rows.py``)."""
+    where it differs from a published version (``compared_with``:
+    ``unchanged.compare_with_version``) when given and the mart has the contract's columns
+    (``changed_rows.py``)."""
     relation = f"{quote(schema)}.{quote(contract.name)}"
     catalogue = con.execute(
         "select column_name, data_type from information_schema.columns "
@@ -71,9 +73,8 @@ def check_mart(
     ).fetchall()
     ((row_count,),) = con.execute(f"select count(*) from {relation}").fetchall()
     if compared_with is not None and [c for c, _ in catalogue] == contract.column_names:
-        label, published = compared_with
         result = check_changed_rows(
-            con, schema, contract, published, label, today=today, previous_rows=previous_rows
+            con, schema, contract, compared_with, today=today, previous_rows=previous_rows
         )
     elif row_count <= full_check_max_rows:
         result = check_dataset(

@@ -5,9 +5,16 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
+
+from findata.accounts.logins import Logins
+from findata.clock import SystemClock
+from findata.control_plane.database import engine_for
+from findata.local_secrets import dashboard_secret
+from findata.settings import Settings
 
 FINDATA = Path(sys.executable).parent / "findata"
 
@@ -26,6 +33,14 @@ def test_demo_no_serve_writes_landing_that_the_readers_parse(tmp_path: Path) -> 
     version = result.stdout.strip().splitlines()[-1]
     assert (home / "published" / f"{version}.duckdb").exists()
     assert "dbt" not in result.stdout and "Running with dbt" in result.stderr  # logs on stderr
+    # the demo account's sign-in it prints works (signed with the home's dashboard secret)
+    found = re.search(r"sign in as (\S+) with password (\S+)", result.stdout)
+    assert found is not None, result.stdout
+    settings = Settings(home=home)
+    logins = Logins(
+        engine_for(settings.control_plane_url), SystemClock(), dashboard_secret(settings)
+    )
+    assert logins.sign_in(found[1], found[2], "127.0.0.1").account.email == found[1]
     scenarios = json.loads((home / "demo" / "scenarios.json").read_text())
     last_session = dt.date.fromisoformat(scenarios["as_of"])
     assert (

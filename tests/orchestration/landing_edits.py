@@ -1,5 +1,6 @@
 """Landing edits the refresh tests make: one more trading day of prices (the demo's own
-``advance``), a restating filing, a split landing for an earlier date, a restated bar."""
+``advance``), a restating filing, a split landing for an earlier date, a restated bar, an issuer
+moved to another sector."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ __all__ = [
     "add_price_day",
     "add_split_mid_history",
     "next_session",
+    "reclassify_issuer",
     "restate_bar_and_remove_the_next",
     "restate_latest_annual_revenue",
 ]
@@ -89,3 +91,24 @@ def restate_latest_annual_revenue(landing: Path, cik: str, filed: dt.date) -> tu
     )
     path.write_bytes(json.dumps(document, separators=(",", ":")).encode())
     return latest["end"], accession
+
+
+def reclassify_issuer(landing: Path, issuer_entity_id: int, sector: str) -> list[int]:
+    """Move the issuer, and so each of its securities, to GICS sector ``sector`` in the security
+    master (every row of them, as a reclassification lands); returns the securities' ids. Every
+    bar of each of them is labelled with the sector."""
+    path = landing / "security_master" / "security_master.csv"
+    with path.open(newline="") as handle:
+        reader = csv.DictReader(handle)
+        fields, rows = list(reader.fieldnames or []), list(reader)
+    securities = set()
+    for row in rows:
+        if row["issuer_entity_id"] == str(issuer_entity_id):
+            row["gics_sector"] = sector
+            if row["entity_grain"] == "security":
+                securities.add(int(row["entity_id"]))
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(rows)
+    return sorted(securities)

@@ -14,9 +14,9 @@ import pandas as pd
 import pytest
 
 from findata.contracts.datasets import DatasetContract, dataset_names, load_dataset_contract
-from findata.orchestration.checks.changed_rows import differing_parts_scope
 from findata.orchestration.checks.frames import read_frame
 from findata.orchestration.checks.suite import ordered_pairs, row_count_floor
+from findata.orchestration.checks.unchanged import compare_with_version
 from findata.orchestration.contract_checks import (
     ContractCheckResult,
     build_suite,
@@ -30,7 +30,6 @@ from findata.orchestration.published_parts import (
     write_missing_parts,
     write_version_file,
 )
-from findata.published import attach_version, detach_version
 
 TODAY = dt.date(2026, 11, 20)
 PAIR = "expect_column_pair_values_a_to_be_greater_than_b"
@@ -483,8 +482,9 @@ def test_a_changed_mart_is_checked_on_its_changed_rows(
     new_day = old[old["date"] == old["date"].max()].assign(date=dt.date(2020, 2, 1))
     write_mart(warehouse, pd.concat([old, new_day], ignore_index=True), prices)
     with duckdb.connect(str(warehouse), read_only=True) as con:
+        comparison = compare_with_version(con, "marts", prices, ("v1", published))
         result = check_mart(
-            con, "marts", prices, today=TODAY, previous_rows=300, compared_with=("v1", published)
+            con, "marts", prices, today=TODAY, previous_rows=300, compared_with=comparison
         )
     assert (result.success, result.method, result.row_count) == (True, "changed", 310)
     assert result.validation["meta"]["contract_check"]["changed_rows"] == 10
@@ -493,8 +493,9 @@ def test_a_changed_mart_is_checked_on_its_changed_rows(
     repeated = old.iloc[[0]].assign(close=old["close"].iloc[0] + 1)  # an old key again
     write_mart(warehouse, pd.concat([old, bad, repeated], ignore_index=True), prices)
     with duckdb.connect(str(warehouse), read_only=True) as con:
+        comparison = compare_with_version(con, "marts", prices, ("v1", published))
         result = check_mart(
-            con, "marts", prices, today=TODAY, previous_rows=1000, compared_with=("v1", published)
+            con, "marts", prices, today=TODAY, previous_rows=1000, compared_with=comparison
         )
     assert result.validation["meta"]["contract_check"]["changed_rows"] == 12
     assert {
@@ -514,6 +515,30 @@ def _published_parts(warehouse: Path, published: Path, contract: DatasetContract
     return published / "v1.duckdb"
 
 
+def test_a_mart_holding_the_versions_rows_compares_unchanged(
+    tmp_path: Path, prices: DatasetContract
+) -> None:
+    """The mart is unchanged against a version of parts and one holding its table itself;
+    one changed value makes it differ from both."""
+    warehouse, published = tmp_path / "warehouse.duckdb", tmp_path / "published"
+    published.mkdir()
+    old = as_mart(many_prices(entities=10, days=30), prices)
+    write_mart(warehouse, old, prices)
+    versions = [("parts", _published_parts(warehouse, published, prices))]
+    _published_copy(warehouse, published / "whole.duckdb", prices)
+    versions.append(("whole", published / "whole.duckdb"))
+    changed = old.copy()
+    changed.loc[0, "volume"] = changed.loc[0, "volume"] + 1
+    for frame, unchanged in [(old, True), (changed, False)]:
+        write_mart(warehouse, frame, prices)
+        with duckdb.connect(str(warehouse), read_only=True) as con:
+            for label, file in versions:
+                comparison = compare_with_version(con, "marts", prices, (label, file))
+                assert comparison is not None and comparison.unchanged is unchanged, label
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        assert compare_with_version(con, "marts", prices, None) is None
+
+
 def test_only_the_parts_that_differ_from_the_version_are_compared(
     tmp_path: Path, prices: DatasetContract
 ) -> None:
@@ -528,13 +553,11 @@ def test_only_the_parts_that_differ_from_the_version_are_compared(
     new_day = old[old["date"] == old["date"].max()].assign(date=dt.date(2020, 2, 1))
     write_mart(warehouse, pd.concat([old, new_day], ignore_index=True), prices)
     with duckdb.connect(str(warehouse), read_only=True) as con:
-        attach_version(con, version, "served")
-        assert differing_parts_scope(con, "marts.prices", prices, "served") == (
-            "(\"date\" >= DATE '2020-01-01')"
-        )
-        detach_version(con, "served")
+        comparison = compare_with_version(con, "marts", prices, ("v1", version))
+        assert comparison is not None and not comparison.unchanged
+        assert comparison.scope == "(\"date\" >= DATE '2020-01-01')"
         result = check_mart(
-            con, "marts", prices, today=TODAY, previous_rows=300, compared_with=("v1", version)
+            con, "marts", prices, today=TODAY, previous_rows=300, compared_with=comparison
         )
     assert (result.success, result.method, result.row_count) == (True, "changed", 310)
     assert result.validation["meta"]["contract_check"]["changed_rows"] == 10
@@ -544,8 +567,10 @@ def test_only_the_parts_that_differ_from_the_version_are_compared(
     bad.loc[history.idxmax(), "high"] = bad.loc[history.idxmax(), "low"] - 1  # a 2019 row
     write_mart(warehouse, pd.concat([bad, new_day], ignore_index=True), prices)
     with duckdb.connect(str(warehouse), read_only=True) as con:
+        comparison = compare_with_version(con, "marts", prices, ("v1", version))
+        assert comparison is not None and comparison.scope.count(" OR ") == 1  # both parts
         result = check_mart(
-            con, "marts", prices, today=TODAY, previous_rows=300, compared_with=("v1", version)
+            con, "marts", prices, today=TODAY, previous_rows=300, compared_with=comparison
         )
     assert result.validation["meta"]["contract_check"]["changed_rows"] == 11
     assert ("expect_column_pair_values_a_to_be_greater_than_b", ("high", "low")) in failed(result)

@@ -36,9 +36,13 @@ from tests.orchestration.landing_edits import (
     add_price_day,
     add_split_mid_history,
     next_session,
+    reclassify_issuer,
     restate_bar_and_remove_the_next,
     restate_latest_annual_revenue,
 )
+
+#: a GICS sector no demo issuer has, so every bar that carries it was relabelled
+RECLASSIFIED_SECTOR = "Reclassified Sector"
 
 
 @dataclass
@@ -159,6 +163,14 @@ def steps(two_week_old_demo: PublishedDemo, tmp_path_factory: pytest.TempPathFac
             issuer=int(row["issuer_entity_id"]), period_end=period_end, accession=accession
         )
         step("restated")
+
+        # every bar of a security carries its sector: an issuer moved to another one relabels
+        # the whole history of its securities (the prices mart compares their every year)
+        delisted = master[master["entity_id"] == scenarios["delisted"]["entity_id"]].iloc[0]
+        result.facts["reclassified"] = reclassify_issuer(
+            landing, int(delisted["issuer_entity_id"]), RECLASSIFIED_SECTOR
+        )
+        step("reclassified")
 
         # the prices mart is incremental: a split landed late for an earlier date re-adjusts
         # every bar of that security before it; a restated bar (and the next one removed)
@@ -289,7 +301,7 @@ def test_the_refreshes_publish_exactly_what_a_full_rebuild_of_the_same_landing_d
 def test_a_split_landed_for_an_earlier_date_re_adjusts_that_security_before_it(
     steps: Steps,
 ) -> None:
-    records = steps.new_records("split_added", "restated")
+    records = steps.new_records("split_added", "reclassified")
     prices = [r for r in records if r["dataset"] == "prices"]
     assert [int(r["entity"]) for r in prices] == [steps.facts["split_entity"]]
     version = steps.snapshots["split_added"].versions[-1]["file_name"]
@@ -298,6 +310,21 @@ def test_a_split_landed_for_an_earlier_date_re_adjusts_that_security_before_it(
             "SELECT min(date) FROM prices WHERE entity_id = ?", [steps.facts["split_entity"]]
         ).fetchone()
     assert (prices[0]["start"], prices[0]["end"]) == (first, steps.facts["split_day"])
+
+
+def test_an_issuer_moved_to_another_sector_relabels_every_bar_of_its_securities(
+    steps: Steps,
+) -> None:
+    records = steps.new_records("reclassified", "restated")
+    prices = [r for r in records if r["dataset"] == "prices"]
+    assert sorted(int(r["entity"]) for r in prices) == steps.facts["reclassified"]
+    version = steps.snapshots["reclassified"].versions[-1]["file_name"]
+    with open_version(steps.home / "published" / version) as con:
+        sectors = con.execute(
+            "SELECT DISTINCT gics_sector FROM prices WHERE list_contains(?, entity_id)",
+            [steps.facts["reclassified"]],
+        ).fetchall()
+    assert sectors == [(RECLASSIFIED_SECTOR,)]
 
 
 def test_a_restated_bar_changes_that_security_from_its_date(steps: Steps) -> None:

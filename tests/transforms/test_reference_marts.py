@@ -107,6 +107,40 @@ def test_dividend_and_row_fields(con: duckdb.DuckDBPyConnection, small_demo: Dem
     assert no_dividend is not None and no_dividend[0] > 0
 
 
+def test_an_action_off_a_trading_day_takes_effect_on_the_next_one(
+    small_warehouse: Path, small_demo: Demo, tmp_path: Path
+) -> None:
+    """Actions are aligned to trading days (int_price_actions_by_day, a view): one on a day
+    without a bar moves to the security's next bar, adding to that day's actions; one after
+    the last bar is left out; the others stay on their day."""
+    copy = tmp_path / "warehouse.duckdb"
+    shutil.copyfile(small_warehouse, copy)
+    entity_id = small_demo.scenarios["plain"]["entity_id"]
+    with duckdb.connect(str(copy)) as con:
+        sql = "select * from intermediate.int_price_actions_by_day where entity_id = ? order by 2"
+        before = {r["trade_date"]: r for r in _rows(con, sql, entity_id)}
+        days = [row["date"] for row in _bars(con, entity_id)]
+        # a day without a bar (a weekend or holiday) followed by a bar with no action yet
+        gap = next(
+            i
+            for i in range(1, len(days))
+            if (days[i] - days[i - 1]).days > 1 and days[i] not in before
+        )
+        off_day, next_day = days[gap - 1] + dt.timedelta(days=1), days[gap]
+        con.execute(
+            "insert into raw.corporate_actions (entity_id, ticker, action, ex_date, ratio, "
+            "amount, source_file) values (?, 'X', 'dividend', ?, null, 0.125, 'test'), "
+            "(?, 'X', 'split', ?, 3.0, null, 'test'), (?, 'X', 'dividend', ?, null, 9.0, 'test')",
+            [entity_id, off_day, entity_id, off_day, entity_id, days[-1] + dt.timedelta(days=1)],
+        )
+        after = {r["trade_date"]: r for r in _rows(con, sql, entity_id)}
+    assert off_day not in after
+    assert (after[next_day]["split_ratio"], float(after[next_day]["dividend"])) == (3.0, 0.125)
+    assert {d: r for d, r in after.items() if d != next_day} == {
+        d: r for d, r in before.items() if d != next_day
+    }
+
+
 def test_delisted_security_last_price_date(
     con: duckdb.DuckDBPyConnection, small_demo: Demo
 ) -> None:

@@ -5,48 +5,31 @@
 -- Incremental: a build rebuilds, per security, its bars from the first one whose labelled row
 -- (int_prices_labelled) differs from the table's, or all its bars when a split changed (the
 -- adjusted close of every earlier bar divides by the later splits). The pre-hook computes that
--- scope and deletes those bars; the model appends them again. A daily file adds one bar per
--- security: each is rebuilt from its new bar on, with the bar before it read for the return.
+-- scope, reads the labelled bars to rebuild and deletes those bars; the model appends them
+-- again. A daily file adds one bar per security: each is rebuilt from its new bar on, with the
+-- bar before it read for the return.
+-- Only the years whose inputs changed are compared (int_price_inputs_fingerprinted, against the
+-- fingerprints the post-hook kept from the last build), so a new day compares this year's bars.
 -- `--full-refresh` (a forced build, or other code) rebuilds the table whole.
+--
+-- depends_on: {{ ref('int_price_inputs_fingerprinted') }}
 
 {{ config(
     materialized='incremental',
     incremental_strategy='append',
     on_schema_change='fail',
     pre_hook="{{ prices_delete_rebuild_scope() }}",
+    post_hook="{{ prices_keep_inputs_built() }}",
 ) }}
 
-with labelled as (
-    select * from {{ ref('int_prices_labelled') }}
-),
+with
 
 {% if is_incremental() %}
 
--- the pre-hook's temp table: per security to rebuild, the first date rebuilt
-scope as (
-    select * from prices_rebuild_scope
-),
-
--- the last bar kept before it: its close is the first rebuilt bar's previous close
-last_kept as (
-    select
-        scope.entity_id,
-        scope.rebuild_from,
-        max(kept.date) as last_kept_date
-    from scope
-    left join {{ this }} as kept
-        on scope.entity_id = kept.entity_id
-    group by scope.entity_id, scope.rebuild_from
-),
-
+-- the pre-hook's temp table: per security to rebuild, its bars from the last one kept (whose
+-- close is the first rebuilt bar's previous close), with the first date rebuilt
 bars as (
-    select
-        labelled.*,
-        last_kept.rebuild_from
-    from labelled
-    inner join last_kept
-        on labelled.entity_id = last_kept.entity_id
-    where labelled.date >= coalesce(last_kept.last_kept_date, last_kept.rebuild_from)
+    select * from prices_rebuild_bars
 ),
 
 {% else %}
@@ -55,7 +38,7 @@ bars as (
     select
         *,
         date '0001-01-01' as rebuild_from
-    from labelled
+    from {{ ref('int_prices_labelled') }}
 ),
 
 {% endif %}
