@@ -24,7 +24,7 @@ from findata.accounts.counters import UsageCounters
 from findata.accounts.store import KeyOwner
 from findata.api.errors import BadRequest
 from findata.api.params import RequestParams
-from findata.api.published import Lease, Version
+from findata.api.published import Lease, PublishedData, Version
 from findata.api.query import Binder, fetch_dicts, fetch_dicts_of_sql, slot
 from findata.api.resolution import Resolution, SubjectDirectory
 from findata.api.row_store import RowStore
@@ -122,6 +122,8 @@ class ServiceCall:
     control_plane: sa.Engine
     counters: UsageCounters
     now: dt.datetime
+    #: the published versions this worker serves (status names the one it serves)
+    published: PublishedData
 
 
 @dataclass(frozen=True)

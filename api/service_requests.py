@@ -30,6 +30,7 @@ def answer_service_request(serving: Serving, request: DataRequest) -> DataRespon
         serving.control_plane,
         serving.counters,
         serving.clock.now(),
+        serving.published,
     )
     answer: ServiceAnswer = endpoint_handle(request.contract.name)(call)
     notices = notice_headers(request.user_agent, serving.client_latest_version)

@@ -5,14 +5,20 @@ from __future__ import annotations
 from typing import Any
 
 from findata.api.calls import ServiceAnswer, ServiceCall
-from findata.published import current_version
+from findata.published import version_row
 
 
 def handle(call: ServiceCall) -> ServiceAnswer:
     """The current published version, when it was published, and per dataset the last date
-    with data and the row count; ``no_data`` while nothing is published."""
+    with data and the row count; ``no_data`` while nothing is published.
+
+    The version is the one this worker serves: the newest, except on a host that is still
+    fetching the newest from the bucket (``FINDATA_PUBLISHED_URL``), which serves, and names,
+    the version before it meanwhile; a client that reads status and then data sees one
+    version."""
+    served = call.published.current()
     with call.control_plane.connect() as connection:
-        version = current_version(connection)
+        version = None if served is None else version_row(connection, served.id)
     if version is None:
         body: dict[str, Any] = {
             "status": "no_data",

@@ -138,6 +138,12 @@ def _prices(hosts: Hosts) -> list[dict[str, Any]]:
     return answer.json()["data"]
 
 
+def _status_version(hosts: Hosts) -> str:
+    answer = _get(hosts, "/v1/status")
+    assert answer.status_code == 200, answer.text
+    return str(answer.json()["version"])
+
+
 def _current(settings: Settings) -> sa.Row:
     with engine_for(settings.control_plane_url).connect() as connection:
         row = current_version(connection)
@@ -187,12 +193,14 @@ def test_a_new_version_is_served_without_a_restart(hosts: Hosts) -> None:
     result = publish(hosts.a, run_id=uuid.uuid4().hex, clock=SystemClock())
     assert result.changed and result.version != old
     # the request that notices the version is answered from the one before (the fetch runs
-    # in the background), then the new one is served
-    assert _prices(hosts) == before
+    # in the background): status names the version it serves; then the new one is served, and
+    # status names it from then on
+    assert _status_version(hosts) == old
     deadline = time.monotonic() + 60
     while (after := _prices(hosts)) == before:
         assert time.monotonic() < deadline, "the new version was never served"
         time.sleep(0.1)
+    assert _status_version(hosts) == result.version
     assert after == before[:-1] or after == before[1:]  # the last day gone, whatever the order
     assert max(r["date"] for r in after) < max(r["date"] for r in before)
 
