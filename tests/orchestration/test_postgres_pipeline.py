@@ -38,9 +38,14 @@ from findata.orchestration.dagster_instance import (
 )
 from findata.orchestration.publish_lock import PUBLISH_LOCK_KEY
 from findata.orchestration.refresh import RefreshOutcome, run_refresh
+from findata.published import current_version, current_version_at
+from findata.published_bucket import PublishedBucket, read_part_files, version_parts_in_bucket
 from findata.settings import Settings, get_settings
 from tests.api.server import free_port
 from tests.databases import fresh_postgres_database
+from tests.s3_server import AWS_ENV, s3_server
+
+BUCKET = "findata-pipeline-hosts"
 
 ROOT = Path(__file__).parents[2]
 BIN = Path(sys.executable).parent
@@ -188,10 +193,13 @@ def _stop_group(process: subprocess.Popen[bytes]) -> None:
 # ---- the publish lock -------------------------------------------------------------------------
 
 
-def _publisher_home(refreshed: RefreshedOnPostgres, target: Path, volume_bump: int) -> Path:
+def _publisher_home(
+    refreshed: RefreshedOnPostgres, target: Path, volume_bump: int, *, shared_folder: bool = True
+) -> Path:
     """A pipeline host's home: its own copy of the refreshed build warehouse, whose prices mart
     gets ``volume_bump`` more shares on its last day (a new build's content), publishing into the
-    refreshed home's published folder (one store, as the S3 store gives several hosts)."""
+    refreshed home's published folder (``shared_folder``: one store for every host) or into a
+    folder of its own (the working copy of a host publishing to the bucket)."""
     (target / "build").mkdir(parents=True)
     warehouse = target / "build" / "warehouse.duckdb"
     shutil.copyfile(refreshed.home / "build" / "warehouse.duckdb", warehouse)
@@ -201,12 +209,15 @@ def _publisher_home(refreshed: RefreshedOnPostgres, target: Path, volume_bump: i
             "WHERE date = (SELECT max(date) FROM marts.prices)",
             [volume_bump],
         )
-    (target / "published").symlink_to(refreshed.home / "published", target_is_directory=True)
+    if shared_folder:
+        (target / "published").symlink_to(refreshed.home / "published", target_is_directory=True)
     return target
 
 
-def _start_publisher(home: Path, url: str, log: Path) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "FINDATA_HOME": str(home), "FINDATA_DATABASE_URL": url}
+def _start_publisher(
+    home: Path, url: str, log: Path, settings: dict[str, str]
+) -> subprocess.Popen[bytes]:
+    env = {**os.environ, **settings, "FINDATA_HOME": str(home), "FINDATA_DATABASE_URL": url}
     with log.open("w") as stderr:
         return subprocess.Popen(
             [sys.executable, "-m", "tests.orchestration.publisher"],
@@ -249,9 +260,14 @@ class Race:
     waiters_after_release: set[int]
 
 
-def _race(refreshed: RefreshedOnPostgres, homes: list[Path], logs_dir: Path) -> Race:
-    """Hold the publish lock, start a publisher per home, see each wait for it, let go, and
-    watch them go through one after the other."""
+def _race(
+    refreshed: RefreshedOnPostgres,
+    homes: list[Path],
+    logs_dir: Path,
+    settings: dict[str, str] | None = None,
+) -> Race:
+    """Hold the publish lock, start a publisher per home (with ``settings`` in its environment),
+    see each wait for it, let go, and watch them go through one after the other."""
     url = refreshed.url
     admin = sa.create_engine(url, isolation_level="AUTOCOMMIT", poolclass=sa.NullPool)
     logs = [logs_dir / f"publisher-{n}.log" for n in range(len(homes))]
@@ -261,7 +277,7 @@ def _race(refreshed: RefreshedOnPostgres, homes: list[Path], logs_dir: Path) -> 
             holder.execute(sa.text("SELECT pg_advisory_lock(:k)"), {"k": PUBLISH_LOCK_KEY})
             before = _version_count(url)
             for home, log in zip(homes, logs, strict=True):
-                processes.append(_start_publisher(home, url, log))
+                processes.append(_start_publisher(home, url, log, settings or {}))
                 deadline = time.monotonic() + 120
                 while _lock_waiters(watcher) < len(processes):
                     assert time.monotonic() < deadline, "the publisher never waited for the lock"
@@ -363,4 +379,47 @@ def test_two_publishers_with_the_same_content_publish_it_once(
     # the second, once through, finds its content current: no version, no record, no event
     assert race.versions_after == race.versions_while_held + 1
     assert sorted(bool(r["version"]) for r in race.results) == [False, True], race.results
+    _assert_committed_in_id_order(refreshed.url)
+
+
+def test_two_pipeline_hosts_publishing_to_the_bucket_publish_one_after_the_other(
+    refreshed: RefreshedOnPostgres, tmp_path: Path
+) -> None:
+    """Two pipeline hosts, each with a published folder of its own, one bucket: the first one
+    through fetches the current version from the bucket for its diff and uploads its own; the
+    second, once through, fetches that one and publishes its own on top. The bucket holds every
+    version, each with its parts, and records and events are in id order."""
+    with s3_server(BUCKET) as endpoint:
+        bucket_url = f"s3://{BUCKET}/race/published"
+        # the current version, published before the bucket was set, uploaded as publish does
+        bucket = PublishedBucket(bucket_url, endpoint)
+        current = current_version_at(refreshed.url)
+        assert current is not None
+        version_file = refreshed.home / "published" / current.file_name
+        for part in read_part_files(version_file):
+            bucket.upload(refreshed.home / "published" / part, part)
+        bucket.upload(version_file, current.file_name)
+        homes = [
+            _publisher_home(refreshed, tmp_path / "host-e", volume_bump=5, shared_folder=False),
+            _publisher_home(refreshed, tmp_path / "host-f", volume_bump=6, shared_folder=False),
+        ]
+        settings = {
+            **AWS_ENV,
+            "FINDATA_PUBLISHED_URL": bucket_url,
+            "FINDATA_S3_ENDPOINT_URL": endpoint,
+        }
+        race = _race(refreshed, homes, tmp_path, settings)
+        assert 1 in race.waiters_after_release
+        assert race.versions_after == race.versions_while_held + 2
+        files = [f"{r['version']}.duckdb" for r in race.results]
+        assert set(files) <= bucket.version_names()
+        for name in files:  # each version's parts are in the bucket beside it
+            parts = version_parts_in_bucket(bucket, name, tmp_path)
+            assert parts and set(parts) <= bucket.names("parts/"), name
+        # the host that published second fetched the first one's version for its diff
+        with _engine(refreshed.url).connect() as connection:
+            second = current_version(connection)
+        assert second is not None
+        second_home = homes[files.index(second.file_name)]
+        assert {p.name for p in (second_home / "published").glob("*.duckdb")} >= set(files)
     _assert_committed_in_id_order(refreshed.url)

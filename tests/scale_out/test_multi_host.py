@@ -20,19 +20,17 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import boto3
 import httpx
 import pytest
 import sqlalchemy as sa
 import standardwebhooks
 from conftest import PublishedDemo
 from cryptography.fernet import Fernet
-from moto.server import ThreadedMotoServer
 
 from findata.accounts import usage
 from findata.accounts.store import AccountStore
@@ -48,6 +46,7 @@ from findata.webhooks.url_safety import UrlPolicy, system_resolver
 from tests.api.server import free_port, wait_until_serving
 from tests.databases import fresh_postgres_database
 from tests.orchestration.landing_edits import add_price_day, next_session
+from tests.s3_server import AWS_ENV, s3_server
 from tests.scale_out.reverse_proxy import ReverseProxy, reverse_proxy
 from tests.webhooks.receiver import LoopbackCertificates, Receiver
 
@@ -56,12 +55,6 @@ FINDATA = Path(sys.executable).parent / "findata"
 #: control plane's namespace, the cached answers the version label and a parameter of this run)
 REDIS_URL = "redis://127.0.0.1:6379/10"
 BUCKET = "findata-scale-out"
-#: the standard AWS variables boto3 reads (moto takes any credentials)
-AWS_ENV = {
-    "AWS_ACCESS_KEY_ID": "test-key-id",
-    "AWS_SECRET_ACCESS_KEY": "test-secret",
-    "AWS_DEFAULT_REGION": "us-east-1",
-}
 #: Max accounts with webhook endpoints, and endpoints each (the plan allows 5)
 ACCOUNTS, ENDPOINTS_EACH = 4, 5
 FREE_DAY = 100  # contracts/plans.yaml: Free's requests per day (and 40 per hour)
@@ -117,23 +110,6 @@ def _role_env(shared: dict[str, str], home: Path) -> dict[str, str]:
     return {**env, **shared, "FINDATA_HOME": str(home), "DAGSTER_HOME": str(home / "dagster")}
 
 
-@contextmanager
-def _s3_server() -> Iterator[str]:
-    """A real S3 server on loopback with an empty bucket."""
-    port = free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    url = f"http://127.0.0.1:{port}"
-    try:
-        with pytest.MonkeyPatch.context() as patch:
-            for name, value in AWS_ENV.items():
-                patch.setenv(name, value)
-            boto3.client("s3", endpoint_url=url).create_bucket(Bucket=BUCKET)
-        yield url
-    finally:
-        server.stop()
-
-
 def _refresh(env: dict[str, str], log: Path) -> str:
     """``findata refresh`` on the pipeline host; the version it published."""
     with log.open("a") as stderr:
@@ -176,7 +152,7 @@ def cluster(
     logs.mkdir()
     with ExitStack() as stack:
         database_url = stack.enter_context(fresh_postgres_database())
-        s3_url = stack.enter_context(_s3_server())
+        s3_url = stack.enter_context(s3_server(BUCKET))
         ports = [free_port(), free_port()]
         proxy_port = free_port()
         shared = {
