@@ -11,9 +11,10 @@ one year of daily prices (about 250 rows); a 5,000-row page (several tickers, li
 an MCP ``get_prices`` tool call (one POST to ``/mcp``), beside its REST route. Then the cost of
 the quota path: the one-ticker request again on a second server started with quotas off
 (``FINDATA_QUOTAS_ENABLED=false``), same run, same machine; and the cost of the metrics and
-the request log lines: the same request on a third server started with both off
-(``FINDATA_METRICS_ENABLED=false``, ``FINDATA_REQUEST_LOG=false``), its throughput beside the
-first server's (which counts every request for ``/metrics`` and writes its log line to a file).
+the request log lines: two more servers side by side, one on the defaults (it counts every
+request for ``/metrics`` and writes its log line to a file) and one with both off
+(``FINDATA_METRICS_ENABLED=false``, ``FINDATA_REQUEST_LOG=false``), the same request measured on
+each in turn for three rounds; the difference of the medians.
 """
 
 from __future__ import annotations
@@ -92,11 +93,17 @@ def mcp_tool(name: str, arguments: Params) -> Send:
     return send
 
 
-def _measure(url: str, key: str, send: Send, clients: int, seconds: float) -> dict:
-    """C clients in threads, each with its own connection, for ``seconds``."""
+#: the first number of a warm-up's requests: far from the measured ones, so that a measured
+#: request is never one the warm-up left in the response cache
+WARM_UP = 10**7
+
+
+def _measure(url: str, key: str, send: Send, clients: int, seconds: float, first: int = 0) -> dict:
+    """C clients in threads, each with its own connection, for ``seconds``; the requests are
+    numbered from ``first`` (a kind whose parameters vary by number asks new ones)."""
     latencies: list[float] = []
     cached = [0]
-    counter = itertools.count()
+    counter = itertools.count(first)
     errors: Counter[str] = Counter()
     rows = [0]
     lock = threading.Lock()
@@ -148,7 +155,6 @@ def main() -> None:
     scenarios = json.loads((home / "demo" / "scenarios.json").read_text())
 
     url, server = _serve(home, args.workers)
-    on_figures: dict[str, Any] = {}
     try:
         as_of = scenarios["as_of"]
         year_ago = f"{int(as_of[:4]) - 1}{as_of[4:]}"
@@ -176,34 +182,54 @@ def main() -> None:
             f"server: {args.workers} worker(s); {args.clients} clients; {args.seconds:.0f} s each"
         )
         for name, send in kinds.items():
-            _measure(url, key, send, 1, 1.0)  # warm the version's connection
+            _measure(url, key, send, 1, 1.0, WARM_UP)  # warm the version's connection
             figures = _measure(url, key, send, args.clients, args.seconds)
             print(f"{name:34s} {json.dumps(figures)}")
-            if name == "prices 1 ticker x 1 year":
-                on_figures = figures  # metrics and request log lines on (the default)
     finally:
         server.terminate()
         server.wait(timeout=30)
-    for name, options in (
-        ("quotas off", {"quotas": False}),
-        ("metrics and logs off", {"observability": False}),
-    ):
-        url, server = _serve(home, args.workers, **options)
-        try:
-            send = kinds["prices 1 ticker x 1 year"]  # every request a cache miss
-            _measure(url, key, send, 1, 1.0)
-            figures = _measure(url, key, send, args.clients, args.seconds)
-            print(f"{'prices 1 ticker x 1 year, ' + name:34s} {json.dumps(figures)}")
-        finally:
+    send = kinds["prices 1 ticker x 1 year"]  # every request a cache miss
+    url, server = _serve(home, args.workers, quotas=False)
+    try:
+        _measure(url, key, send, 1, 1.0, WARM_UP)
+        figures = _measure(url, key, send, args.clients, args.seconds)
+        print(f"{'prices 1 ticker x 1 year, quotas off':34s} {json.dumps(figures)}")
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    _observability_cost(home, args, key, send)
+
+
+#: rounds of the metrics-and-logs comparison (each measures both servers once)
+OBSERVABILITY_ROUNDS = 3
+
+
+def _observability_cost(home: Path, args: argparse.Namespace, key: str, send: Send) -> None:
+    """Metrics and request log lines on against off: two servers started side by side (one
+    with both off), the same request measured on each in turn, round after round, so that the
+    machine's drift falls on both; the medians' difference. Each round asks new requests (cache
+    misses)."""
+    servers = {
+        "on": _serve(home, args.workers),
+        "off": _serve(home, args.workers, observability=False),
+    }
+    rates: dict[str, list[float]] = {"on": [], "off": []}
+    try:
+        for url, _ in servers.values():
+            _measure(url, key, send, 1, 1.0, WARM_UP)
+        for round_number in range(1, OBSERVABILITY_ROUNDS + 1):
+            for name, (url, _) in servers.items():
+                figures = _measure(url, key, send, args.clients, args.seconds, round_number * 10**5)
+                rates[name].append(figures["requests_per_second"])
+    finally:
+        for _, server in servers.values():
             server.terminate()
             server.wait(timeout=30)
-        if name == "metrics and logs off":
-            on = on_figures["requests_per_second"]
-            off = figures["requests_per_second"]
-            print(
-                f"{'metrics and logs cost':34s} "
-                f"{json.dumps({'on_rps': on, 'off_rps': off, 'cost_pct': _cost(on, off)})}"
-            )
+    on, off = statistics.median(rates["on"]), statistics.median(rates["off"])
+    print(
+        f"{'metrics and logs cost':34s} "
+        + json.dumps({"on_rps": rates["on"], "off_rps": rates["off"], "cost_pct": _cost(on, off)})
+    )
 
 
 def _cost(on: float, off: float) -> float | None:
