@@ -9,12 +9,14 @@ from __future__ import annotations
 import datetime as dt
 import re
 import signal
+import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
 import psutil
+import sqlalchemy as sa
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
@@ -22,6 +24,7 @@ from findata.accounts.store import AccountStore
 from findata.clock import SystemClock
 from findata.control_plane.database import engine_for
 from findata.published import current_version_at
+from findata.webhooks.tables import webhook_attempts, webhook_deliveries
 from tests.api.server import copy_published_home, free_port
 from tests.findata.stopping import command_env, command_group, wait_answering
 
@@ -53,6 +56,13 @@ def requests_by_status(samples: list[Sample]) -> Counter[int]:
     return counted
 
 
+def counting_pids(scratch: Path) -> set[str]:
+    """The processes that have counted into the run's multiprocess folder (one per worker)."""
+    folders = list(scratch.glob("findata-metrics-*"))
+    assert len(folders) == 1, folders
+    return {path.stem.split("_")[-1] for path in folders[0].glob("counter_*.db")}
+
+
 def other_address() -> str | None:
     """An IPv4 address of this machine that is not loopback (None when it has none)."""
     for addresses in psutil.net_if_addrs().values():
@@ -67,9 +77,13 @@ def test_metrics_of_two_workers_count_the_requests_sent(
 ) -> None:
     home = tmp_path / "home"
     copy_published_home(published_home, home, None)
-    store = AccountStore(
-        engine_for(f"sqlite:///{home.resolve() / 'control.sqlite'}"), SystemClock()
-    )
+    engine = engine_for(f"sqlite:///{home.resolve() / 'control.sqlite'}")
+    # the copy holds whatever the session's other tests left in the shared demo's control
+    # plane: an empty delivery queue here, so that its gauges have known values
+    with engine.begin() as connection:
+        connection.execute(sa.delete(webhook_attempts))
+        connection.execute(sa.delete(webhook_deliveries))
+    store = AccountStore(engine, SystemClock())
     pro = store.create_key(store.create_account("pro@example.com", "pro").id).key
     free = store.create_key(store.create_account("free@example.com", "free").id).key
     ticker = scenarios["plain"]["ticker"]  # type: ignore[index]
@@ -98,6 +112,14 @@ def test_metrics_of_two_workers_count_the_requests_sent(
     ]
     with (tmp_path / "serve.log").open("wb") as output, command_group(args, env, output) as process:
         wait_answering(f"{url}/healthz", process)
+        # probes on new connections until each worker has answered one (the kernel gives a
+        # connection to whichever worker accepts first): the counts below are then both
+        # workers' added up (probes are not counted there)
+        deadline = time.monotonic() + 60
+        while len(counting_pids(scratch)) < 2:
+            assert time.monotonic() < deadline, counting_pids(scratch)
+            with ThreadPoolExecutor(8) as pool:
+                list(pool.map(lambda _: httpx.get(f"{url}/healthz", timeout=30), range(16)))
         with ThreadPoolExecutor(8) as pool:
             sent = Counter(pool.map(lambda request: request(), mix))
         sent.update(get(f"/v1/prices/{ticker}", pro) for _ in range(6))  # the same answer again
@@ -105,11 +127,7 @@ def test_metrics_of_two_workers_count_the_requests_sent(
 
         samples = scrape(url)
         assert requests_by_status(samples) == sent
-        # the counts came from both workers' files, added up
-        folders = list(scratch.glob("findata-metrics-*"))
-        assert len(folders) == 1
-        pids = {path.stem.split("_")[-1] for path in folders[0].glob("counter_*.db")}
-        assert len(pids) == 2, pids
+        assert len(counting_pids(scratch)) == 2  # the counts are both workers' files, added up
 
         routes = {s.labels["route"] for s in samples if s.name == "findata_http_requests_total"}
         assert {"/v1/search", "/v1/prices/{tickers}", "/v1/status", "unmatched"} <= routes
