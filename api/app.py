@@ -45,6 +45,7 @@ from findata.api.row_store import RowStore
 from findata.api.version_fetch import VersionFetches
 from findata.clock import Clock, get_clock
 from findata.control_plane.database import engine_for
+from findata.logs import skip_unused_record_fields
 from findata.published_bucket import bucket_for
 from findata.settings import Settings, get_settings
 
@@ -89,6 +90,7 @@ def create_app(
     app.state.cursors = CursorCodec(cursor_secret(settings.cursor_secret, settings.home_dir))
     app.state.cache = response_cache(settings.cache_url)
     app.state.metrics = ApiMetrics() if settings.metrics_enabled else None
+    skip_unused_record_fields()  # in each worker: a spawned worker starts with the defaults
     app.state.counters = usage_counters_for(
         settings.counters_kind, app.state.engine, settings.cache_url
     )
