@@ -114,14 +114,19 @@ def open_version(path: Path) -> duckdb.DuckDBPyConnection:
     return con
 
 
+def read_part_files(path: Path) -> list[str]:
+    """The part files (relative to a published folder) the version file ``path`` reads."""
+    with open_version(path) as con:
+        return version_part_files(con, current_catalog(con))
+
+
 def remove_unread_parts(published: Path, versions: list[Path]) -> list[Path]:
     """Delete the part files (and staging leftovers) in ``published`` that no version file in
     ``versions`` reads; the parts left are returned. The caller keeps anyone from writing
     parts meanwhile (the publish lock)."""
     read: set[Path] = set()
     for version in versions:
-        with open_version(version) as con:
-            read.update(published / file for file in version_part_files(con, current_catalog(con)))
+        read.update(published / file for file in read_part_files(version))
     folder = published / PARTS_DIR
     kept = []
     for entry in sorted(folder.iterdir()) if folder.exists() else []:

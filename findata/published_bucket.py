@@ -20,12 +20,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from findata.published import (
-    PARTS_DIR,
-    current_catalog,
-    open_version,
-    version_part_files,
-)
+from findata.published import PARTS_DIR, read_part_files
 from findata.settings import Settings
 
 #: the prefix of a download not yet renamed into place (removed by the next fetch if left)
@@ -118,12 +113,6 @@ def version_parts_in_bucket(bucket: PublishedBucket, name: str, scratch: Path) -
         return read_part_files(copy)
     finally:
         copy.unlink(missing_ok=True)
-
-
-def read_part_files(path: Path) -> list[str]:
-    """The part files (relative to a published folder) the version file ``path`` reads."""
-    with open_version(path) as con:
-        return version_part_files(con, current_catalog(con))
 
 
 def fetch_version(bucket: PublishedBucket, published: Path, file_name: str) -> Path:

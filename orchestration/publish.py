@@ -65,12 +65,11 @@ from findata.orchestration.published_parts import (
     write_missing_parts,
     write_version_file,
 )
-from findata.published import PARTS_DIR, attach_version, current_version
+from findata.published import PARTS_DIR, attach_version, current_version, read_part_files
 from findata.published_bucket import (
     PublishedBucket,
     bucket_for,
     fetch_version,
-    read_part_files,
 )
 from findata.settings import Settings
 

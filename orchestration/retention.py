@@ -34,11 +34,10 @@ from findata.control_plane import schema
 from findata.control_plane.database import engine_for
 from findata.orchestration.publish_lock import publish_lock
 from findata.orchestration.published_parts import remove_database
-from findata.published import PARTS_DIR, remove_unread_parts
+from findata.published import PARTS_DIR, read_part_files, remove_unread_parts
 from findata.published_bucket import (
     PublishedBucket,
     bucket_for,
-    read_part_files,
     version_parts_in_bucket,
 )
 from findata.settings import Settings

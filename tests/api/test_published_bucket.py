@@ -33,8 +33,8 @@ from findata.control_plane import schema
 from findata.control_plane.database import engine_for
 from findata.orchestration.publish import FAULT_ENV, FAULT_MID_UPLOAD, publish
 from findata.orchestration.retention import remove_superseded_versions
-from findata.published import current_version
-from findata.published_bucket import PublishedBucket, bucket_for, read_part_files
+from findata.published import current_version, read_part_files
+from findata.published_bucket import PublishedBucket, bucket_for
 from findata.settings import Settings
 from tests.api.server import findata_serve
 from tests.databases import fresh_postgres_database

@@ -38,8 +38,8 @@ from findata.orchestration.dagster_instance import (
 )
 from findata.orchestration.publish_lock import PUBLISH_LOCK_KEY
 from findata.orchestration.refresh import RefreshOutcome, run_refresh
-from findata.published import current_version, current_version_at
-from findata.published_bucket import PublishedBucket, read_part_files, version_parts_in_bucket
+from findata.published import current_version, current_version_at, read_part_files
+from findata.published_bucket import PublishedBucket, version_parts_in_bucket
 from findata.settings import Settings, get_settings
 from tests.api.server import free_port
 from tests.databases import fresh_postgres_database
