@@ -53,7 +53,14 @@ def instance_config(settings: Settings) -> dict[str, Any]:
     if on_postgres(settings):
         storage: dict[str, Any] = {"postgres": {"postgres_url": {"env": POSTGRES_URL_ENV}}}
     else:
-        storage = {"sqlite": {"base_dir": str(settings.dagster_home)}}
+        # Dagster's SQLite files, with the event log on kept-open connections
+        storage = {
+            "custom": {
+                "module": "findata.orchestration.dagster_sqlite_storage",
+                "class": "KeptOpenSqliteStorage",
+                "config": {"base_dir": str(settings.dagster_home)},
+            }
+        }
     return {"telemetry": {"enabled": False}, "storage": storage}
 
 

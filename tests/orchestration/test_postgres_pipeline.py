@@ -90,9 +90,13 @@ def test_the_instance_config_names_no_secret_and_reaches_postgres_through_psycop
     assert url.drivername == "postgresql+psycopg2" and url.password == "s3cret"
     assert (url.host, url.port, url.database) == ("db.internal", 6543, "findata")
     assert url.query == {"sslmode": "require", "options": f"-csearch_path={DAGSTER_SCHEMA}"}
-    # SQLite default: storage in the Dagster home, as before
+    # SQLite default: Dagster's SQLite files in the Dagster home, the event log kept open
     assert instance_config(Settings(home=Path("/srv/findata")))["storage"] == {
-        "sqlite": {"base_dir": "/srv/findata/dagster"}
+        "custom": {
+            "module": "findata.orchestration.dagster_sqlite_storage",
+            "class": "KeptOpenSqliteStorage",
+            "config": {"base_dir": "/srv/findata/dagster"},
+        }
     }
 
 
