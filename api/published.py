@@ -40,6 +40,7 @@ class Version:
     path: Path
     published_at: dt.datetime
     data_through: dict[str, str | None]
+    row_counts: dict[str, int]
 
 
 #: old versions kept open at most, idle or not (the least recently used are closed first)
@@ -233,4 +234,5 @@ class PublishedData:
             path=self.published_dir / row.file_name,
             published_at=row.published_at,
             data_through=dict(row.data_through),
+            row_counts=dict(row.row_counts),
         )

@@ -22,12 +22,6 @@ def current_version(connection: sa.Connection) -> sa.Row | None:
     return connection.execute(sa.select(versions).order_by(versions.c.id.desc()).limit(1)).first()
 
 
-def version_row(connection: sa.Connection, version_id: int) -> sa.Row | None:
-    """The row of version ``version_id`` (None when there is no such version)."""
-    versions = schema.versions
-    return connection.execute(sa.select(versions).where(versions.c.id == version_id)).first()
-
-
 def current_version_at(url: str) -> sa.Row | None:
     """The current version's row on the control plane at ``url`` (on a connection of its own)."""
     with engine_for(url).connect() as connection:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from findata.api.calls import ServiceAnswer, ServiceCall
-from findata.published import version_row
 
 
 def handle(call: ServiceCall) -> ServiceAnswer:
@@ -16,9 +15,7 @@ def handle(call: ServiceCall) -> ServiceAnswer:
     fetching the newest from the bucket (``FINDATA_PUBLISHED_URL``), which serves, and names,
     the version before it meanwhile; a client that reads status and then data sees one
     version."""
-    served = call.published.current()
-    with call.control_plane.connect() as connection:
-        version = None if served is None else version_row(connection, served.id)
+    version = call.published.current()
     if version is None:
         body: dict[str, Any] = {
             "status": "no_data",
