@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
 from enum import StrEnum
@@ -24,6 +25,8 @@ from findata.settings import get_settings
 if TYPE_CHECKING:
     from findata.accounts.jobs import AccountJobs
     from findata.accounts.store import Account, AccountStore
+    from findata.settings import Settings
+    from findata.shutdown import GracefulStop
     from findata.webhooks.endpoints import WebhookEndpoints
     from findata.webhooks.worker import DeliveryWorker
 
@@ -204,7 +207,6 @@ def _serve(host: str, port: int, workers: int | None, webhooks: bool) -> None:
     it; on the signal every part takes no new work and finishes what is in flight within the
     grace period (``findata/shutdown.py``, ``api/serve.py``)."""
     import os
-    import threading
 
     from findata.api.serve import join_within, serve_api
     from findata.control_plane.database import upgrade
@@ -219,38 +221,30 @@ def _serve(host: str, port: int, workers: int | None, webhooks: bool) -> None:
         f"findata: {workers} worker(s), quota counters in {settings.counters_kind}", err=True
     )
     stop = GracefulStop(settings.shutdown_grace_seconds, "findata serve")
-    beside: list[threading.Thread] = []
     # e-mail, invitation trials and renewals beside the API (safe beside other hosts' runs)
-    jobs_stop = threading.Event()
-    beside.append(
-        threading.Thread(
-            target=_account_jobs().run,
-            args=(jobs_stop, settings.webhooks_poll_seconds),
-            name="account-jobs",
-            daemon=True,
-        )
-    )
-    stop.on_stop(jobs_stop.set)
+    beside = [_beside_the_api("account-jobs", _account_jobs().run, stop, settings)]
     if webhooks:
         # one delivery worker beside the API in this process (others may run elsewhere)
-        webhooks_stop = threading.Event()
-        beside.append(
-            threading.Thread(
-                target=_delivery_worker().run,
-                args=(webhooks_stop, settings.webhooks_poll_seconds),
-                name="webhook-worker",
-                daemon=True,
-            )
-        )
-        stop.on_stop(webhooks_stop.set)
-    for thread in beside:
-        thread.start()
+        beside.append(_beside_the_api("webhook-worker", _delivery_worker().run, stop, settings))
     serve_api(host, port, workers, stop, settings.log_format)
     # the API's workers are done: the work beside them finishes within what is left of the
     # grace period (a worker that stopped without a signal stops it too)
     stop.request("the API stopped")
     join_within(beside, stop.remaining())
     stop.finished()
+
+
+def _beside_the_api(
+    name: str, run: Callable[[threading.Event, float], None], stop: GracefulStop, settings: Settings
+) -> threading.Thread:
+    """A started thread running ``run(stopping, poll_seconds)``, told to stop with the API."""
+    stopping = threading.Event()
+    stop.on_stop(stopping.set)
+    thread = threading.Thread(
+        target=run, args=(stopping, settings.webhooks_poll_seconds), name=name, daemon=True
+    )
+    thread.start()
+    return thread
 
 
 @app.command()
@@ -661,8 +655,6 @@ def webhooks_worker(once: Annotated[bool, typer.Option("--once")] = False) -> No
             }
         )
         return
-    import threading
-
     from findata.shutdown import GracefulStop
 
     settings = get_settings()
