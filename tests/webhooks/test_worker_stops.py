@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import signal
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -15,10 +18,35 @@ import pytest
 from findata.shutdown import FORCED_EXIT_STATUS
 from tests.databases import disposing_cached_engine
 from tests.findata.stopping import command_group, send, wait_group_gone
-from tests.webhooks.receiver import LoopbackCertificates, Receiver, make_rig
+from tests.webhooks.receiver import LoopbackCertificates, Receiver, WebhookRig, make_rig
 from tests.webhooks.test_worker_durability import attempts, path_of, worker_env
 
 GRACE = 10.0
+
+
+@dataclass(frozen=True)
+class HeldDelivery:
+    """A Max account's endpoint whose receiver holds every delivery until released, and the
+    test delivery queued to it."""
+
+    rig: WebhookRig
+    endpoint_id: str
+    path: str
+    delivery_id: str
+
+
+@contextmanager
+def held_delivery(
+    home: Path, certificates: LoopbackCertificates, receiver: Receiver
+) -> Iterator[HeldDelivery]:
+    with disposing_cached_engine(f"sqlite:///{home.resolve() / 'control.sqlite'}") as url:
+        rig = make_rig(url, home, certificates)
+        endpoint_url = receiver.url()
+        path = path_of(receiver, endpoint_url)
+        endpoint_id = rig.endpoints.add(rig.account("max").id, endpoint_url).endpoint.endpoint_id
+        receiver.answer(path, "hold")
+        queued = rig.endpoints.send_test(endpoint_id)
+        yield HeldDelivery(rig, endpoint_id, path, queued.delivery_id)
 
 
 @pytest.mark.parametrize(
@@ -31,14 +59,8 @@ def test_a_stopped_worker_finishes_the_delivery_in_flight_and_takes_no_new_one(
     signum: int,
     to_group: bool,
 ) -> None:
-    home = tmp_path / "home"
-    with disposing_cached_engine(f"sqlite:///{home.resolve() / 'control.sqlite'}") as url:
-        rig = make_rig(url, home, test_certificates)
-        endpoint_url = receiver.url()
-        path = path_of(receiver, endpoint_url)
-        endpoint_id = rig.endpoints.add(rig.account("max").id, endpoint_url).endpoint.endpoint_id
-        receiver.answer(path, "hold")
-        in_flight = rig.endpoints.send_test(endpoint_id)
+    with held_delivery(tmp_path / "home", test_certificates, receiver) as held:
+        rig, path = held.rig, held.path
         env = {**worker_env(rig, 0.2), "FINDATA_SHUTDOWN_GRACE_SECONDS": str(GRACE)}
         log = tmp_path / "worker.log"
         with (
@@ -47,7 +69,7 @@ def test_a_stopped_worker_finishes_the_delivery_in_flight_and_takes_no_new_one(
         ):
             receiver.wait_for(path, 1)
             send(process, signum, to_group)
-            queued_after = rig.endpoints.send_test(endpoint_id)
+            queued_after = rig.endpoints.send_test(held.endpoint_id)
             time.sleep(1.0)  # five polls: a running worker would have claimed it
             assert process.poll() is None  # the delivery in flight holds it
             receiver.release(path)
@@ -55,34 +77,27 @@ def test_a_stopped_worker_finishes_the_delivery_in_flight_and_takes_no_new_one(
             assert process.returncode == 0, log.read_text()
         rows = attempts(rig)
         assert [(r.delivery_id, r.number, r.outcome, r.http_status) for r in rows] == [
-            (in_flight.delivery_id, 1, "delivered", 200)
+            (held.delivery_id, 1, "delivered", 200)
         ]
         assert rig.endpoints.delivery(queued_after.delivery_id).status == "Pending"
         assert len(receiver.received(path)) == 1
-        assert f"delivery {in_flight.delivery_id} attempt 1: delivered" in log.read_text()
+        assert f"delivery {held.delivery_id} attempt 1: delivered" in log.read_text()
 
 
 def test_a_second_signal_ends_the_worker_at_once(
     tmp_path: Path, test_certificates: LoopbackCertificates, receiver: Receiver
 ) -> None:
-    home = tmp_path / "home"
-    with disposing_cached_engine(f"sqlite:///{home.resolve() / 'control.sqlite'}") as url:
-        rig = make_rig(url, home, test_certificates)
-        endpoint_url = receiver.url()
-        path = path_of(receiver, endpoint_url)
-        endpoint_id = rig.endpoints.add(rig.account("max").id, endpoint_url).endpoint.endpoint_id
-        receiver.answer(path, "hold")
-        rig.endpoints.send_test(endpoint_id)
-        env = {**worker_env(rig, 0.2), "FINDATA_SHUTDOWN_GRACE_SECONDS": "60"}
+    with held_delivery(tmp_path / "home", test_certificates, receiver) as held:
+        env = {**worker_env(held.rig, 0.2), "FINDATA_SHUTDOWN_GRACE_SECONDS": "60"}
         with (
             (tmp_path / "worker.log").open("wb") as output,
             command_group(["webhooks", "worker"], env, output) as process,
         ):
-            receiver.wait_for(path, 1)
+            receiver.wait_for(held.path, 1)
             process.send_signal(signal.SIGTERM)
             time.sleep(0.2)
             process.send_signal(signal.SIGTERM)
             assert wait_group_gone(process, 2.0) < 2.0
             assert process.returncode == FORCED_EXIT_STATUS
-        receiver.release(path)
-        assert [r.outcome for r in attempts(rig)] == ["in_flight"]
+        receiver.release(held.path)
+        assert [r.outcome for r in attempts(held.rig)] == ["in_flight"]
