@@ -11,6 +11,14 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
+def _usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity where the system has one: a container's
+    or taskset's limit, not the machine's count)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
 class Settings(BaseSettings):
     """Process-wide settings; every path a run writes lives under ``home``."""
 
@@ -148,6 +156,14 @@ class Settings(BaseSettings):
         "joins, aggregates and sorts to disk beyond it). The large "
         "demo's builds peak at ~3.7 GB with 3GB, at the same speed as with DuckDB's default of "
         "80 % of RAM (7.3 GB).",
+    )
+    build_workers: int = Field(
+        default_factory=_usable_cpus,
+        ge=1,
+        le=256,
+        description="How many cores a refresh may use: the processes that parse landing files "
+        "when a source has many new ones, and dbt's threads (default: the CPUs this process "
+        "may run on).",
     )
     version_idle_seconds: float = Field(
         default=60.0,

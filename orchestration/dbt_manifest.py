@@ -45,11 +45,12 @@ _started: dict[Path, StartedParse] = {}
 
 
 def dbt_environment(settings: Settings) -> None:
-    """Point dbt's profile at ``settings``' build warehouse (and its memory limit), and its
+    """Point dbt's profile at ``settings``' build warehouse (its memory limit, its threads), and its
     artifacts and logs at the home's build folder (the project folder may be a read-only
     installed package)."""
     os.environ["FINDATA_WAREHOUSE"] = str(settings.warehouse_path)
     os.environ["FINDATA_BUILD_MEMORY_LIMIT"] = settings.build_memory_limit
+    os.environ["FINDATA_BUILD_WORKERS"] = str(settings.build_workers)
     os.environ["DBT_TARGET_PATH"] = str(settings.dbt_target_dir)
     os.environ["DBT_LOG_PATH"] = str(settings.dbt_target_dir / "logs")
     os.environ.setdefault("DBT_SEND_ANONYMOUS_USAGE_STATS", "0")

@@ -55,6 +55,7 @@ def _raw_source_asset(name: str, source: LandingSource) -> dg.AssetsDefinition:
                 warehouse,
                 fingerprint,
                 memory_limit=settings.build_memory_limit,
+                workers=settings.build_workers,
             )
         for table, count in rows.items():
             yield dg.MaterializeResult(

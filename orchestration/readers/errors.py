@@ -12,3 +12,7 @@ class MalformedFileError(ValueError):
         self.path = str(path)
         self.problem = problem
         super().__init__(f"{self.path}: {problem}")
+
+    def __reduce__(self) -> tuple[type[MalformedFileError], tuple[str, str]]:
+        # raised in a parsing worker process, it comes back pickled: with both arguments
+        return type(self), (self.path, self.problem)
