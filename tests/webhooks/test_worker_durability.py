@@ -13,6 +13,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -30,6 +31,31 @@ FINDATA = Path(sys.executable).parent / "findata"
 def path_of(receiver: Receiver, url: str) -> str:
     """The request path of one of ``receiver``'s URLs."""
     return url.removeprefix(f"https://localhost:{receiver.port}")
+
+
+@dataclass(frozen=True)
+class HeldDelivery:
+    """A Max account's endpoint whose receiver holds every delivery until released, and the
+    test delivery queued to it."""
+
+    rig: WebhookRig
+    endpoint_id: str
+    path: str
+    delivery_id: str
+
+
+@contextmanager
+def held_delivery(
+    home: Path, certificates: LoopbackCertificates, receiver: Receiver
+) -> Iterator[HeldDelivery]:
+    with disposing_cached_engine(f"sqlite:///{home.resolve() / 'control.sqlite'}") as url:
+        rig = make_rig(url, home, certificates)
+        endpoint_url = receiver.url()
+        path = path_of(receiver, endpoint_url)
+        endpoint_id = rig.endpoints.add(rig.account("max").id, endpoint_url).endpoint.endpoint_id
+        receiver.answer(path, "hold")
+        queued = rig.endpoints.send_test(endpoint_id)
+        yield HeldDelivery(rig, endpoint_id, path, queued.delivery_id)
 
 
 def worker_env(rig: WebhookRig, poll_seconds: float) -> dict[str, str]:
@@ -218,15 +244,9 @@ def test_two_workers_on_postgresql_share_the_queue_without_double_sends(
 def test_sigterm_lets_a_worker_finish_the_attempt_it_started_then_exit_0(
     tmp_path: Path, test_certificates: LoopbackCertificates, receiver: Receiver
 ) -> None:
-    home = tmp_path / "home"
     # the default control plane: SQLite under FINDATA_HOME
-    with disposing_cached_engine(f"sqlite:///{home.resolve() / 'control.sqlite'}") as url:
-        rig = make_rig(url, home, test_certificates)
-        url_of_endpoint = receiver.url()
-        path = path_of(receiver, url_of_endpoint)
-        endpoint_id = rig.endpoints.add(rig.account("max").id, url_of_endpoint).endpoint.endpoint_id
-        receiver.answer(path, "hold")
-        queued = rig.endpoints.send_test(endpoint_id)
+    with held_delivery(tmp_path / "home", test_certificates, receiver) as held:
+        rig, path = held.rig, held.path
         with workers(rig, tmp_path) as (process,):
             receiver.wait_for(path, 1)
             process.send_signal(signal.SIGTERM)
@@ -237,5 +257,5 @@ def test_sigterm_lets_a_worker_finish_the_attempt_it_started_then_exit_0(
         assert [(row.number, row.outcome, row.http_status) for row in rows] == [
             (1, "delivered", 200)
         ]
-        assert statuses(rig, [queued]) == ["Delivered"]
+        assert rig.endpoints.delivery(held.delivery_id).status == "Delivered"
         assert len(receiver.received(path)) == 1

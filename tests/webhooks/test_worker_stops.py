@@ -8,45 +8,16 @@ from __future__ import annotations
 
 import signal
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from findata.shutdown import FORCED_EXIT_STATUS
-from tests.databases import disposing_cached_engine
 from tests.findata.stopping import command_group, send, wait_group_gone
-from tests.webhooks.receiver import LoopbackCertificates, Receiver, WebhookRig, make_rig
-from tests.webhooks.test_worker_durability import attempts, path_of, worker_env
+from tests.webhooks.receiver import LoopbackCertificates, Receiver
+from tests.webhooks.test_worker_durability import attempts, held_delivery, worker_env
 
 GRACE = 10.0
-
-
-@dataclass(frozen=True)
-class HeldDelivery:
-    """A Max account's endpoint whose receiver holds every delivery until released, and the
-    test delivery queued to it."""
-
-    rig: WebhookRig
-    endpoint_id: str
-    path: str
-    delivery_id: str
-
-
-@contextmanager
-def held_delivery(
-    home: Path, certificates: LoopbackCertificates, receiver: Receiver
-) -> Iterator[HeldDelivery]:
-    with disposing_cached_engine(f"sqlite:///{home.resolve() / 'control.sqlite'}") as url:
-        rig = make_rig(url, home, certificates)
-        endpoint_url = receiver.url()
-        path = path_of(receiver, endpoint_url)
-        endpoint_id = rig.endpoints.add(rig.account("max").id, endpoint_url).endpoint.endpoint_id
-        receiver.answer(path, "hold")
-        queued = rig.endpoints.send_test(endpoint_id)
-        yield HeldDelivery(rig, endpoint_id, path, queued.delivery_id)
 
 
 @pytest.mark.parametrize(
