@@ -17,7 +17,6 @@ keeps a pool of its own.
 from __future__ import annotations
 
 import os
-import threading
 from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -52,7 +51,6 @@ class KeptOpenSqliteEventLogStorage(SqliteEventLogStorage):
         self._engines: OrderedDict[str, sa.Engine] = OrderedDict()
         self._engines_pid = os.getpid()
         self._tables_seen: set[str] = set()
-        self._tables_lock = threading.Lock()
         super().__init__(base_dir, inst_data)
 
     @contextmanager
@@ -94,13 +92,12 @@ class KeptOpenSqliteEventLogStorage(SqliteEventLogStorage):
     def has_table(self, table_name: str) -> bool:
         """Whether the index has the table; asked per asset-check event, and a table once there
         stays (Dagster's migrations add tables), so a yes is remembered."""
-        with self._tables_lock:
-            if table_name in self._tables_seen:
-                return True
+        # a set's lookup and add are each atomic: two threads asking at once both ask Dagster
+        if table_name in self._tables_seen:
+            return True
         present = super().has_table(table_name)
         if present:
-            with self._tables_lock:
-                self._tables_seen.add(table_name)
+            self._tables_seen.add(table_name)
         return present
 
     def dispose(self) -> None:
