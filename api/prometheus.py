@@ -78,12 +78,31 @@ CACHE_LOOKUPS = Counter(
 
 class ApiMetrics:
     """What the API counts (``create_app`` makes one unless ``FINDATA_METRICS_ENABLED`` is
-    off)."""
+    off).
+
+    Every request counts, so the labelled series a request adds to are looked up once per
+    (route, method, status) and kept: ``labels()`` takes a lock and builds its key each time
+    (about 3 µs of the 7 µs a request's counting took)."""
+
+    def __init__(self) -> None:
+        self._answered: dict[tuple[str, str, int], tuple[Counter, Histogram]] = {}
+        # made at the first lookup: a worker's files in the multiprocess folder appear when it
+        # first counts (the metrics test tells the workers that counted by them)
+        self._cache_lookups: dict[bool, Counter] = {}
 
     def request_answered(self, route: str, method: str, status: int, seconds: float) -> None:
         """One answered request."""
-        REQUESTS.labels(route, method, str(status)).inc()
-        REQUEST_SECONDS.labels(route, method).observe(seconds)
+        series = self._answered.get((route, method, status))
+        if series is None:
+            # two threads may both get here: labels() gives both the same series
+            series = (
+                REQUESTS.labels(route, method, str(status)),
+                REQUEST_SECONDS.labels(route, method),
+            )
+            self._answered[(route, method, status)] = series
+        count, duration = series
+        count.inc()
+        duration.observe(seconds)
 
     def quota_refused(self, reason: str) -> None:
         """One request refused by a quota; ``reason`` is the 429's error code."""
@@ -91,7 +110,10 @@ class ApiMetrics:
 
     def cache_looked_up(self, hit: bool) -> None:
         """One response-cache lookup."""
-        CACHE_LOOKUPS.labels("hit" if hit else "miss").inc()
+        series = self._cache_lookups.get(hit)
+        if series is None:
+            series = self._cache_lookups[hit] = CACHE_LOOKUPS.labels("hit" if hit else "miss")
+        series.inc()
 
 
 class ControlPlaneCollector(Collector):

@@ -143,7 +143,9 @@ def serve_api(
         workers=workers,
         # uvicorn's access log prints query strings, which may hold a key: the API logs its own
         access_log=False,
-        log_config=logging_config(log_format),
+        # each process writes its lines from a thread of its own (findata/logs.py): a request's
+        # line written on the event loop would let go of the GIL there, once per request
+        log_config=logging_config(log_format, background=True),
         timeout_graceful_shutdown=max(0.1, stop.grace_seconds - 0.5),
     )
     try:

@@ -11,10 +11,13 @@ one year of daily prices (about 250 rows); a 5,000-row page (several tickers, li
 an MCP ``get_prices`` tool call (one POST to ``/mcp``), beside its REST route. Then the cost of
 the quota path: the one-ticker request again on a second server started with quotas off
 (``FINDATA_QUOTAS_ENABLED=false``), same run, same machine; and the cost of the metrics and
-the request log lines: two more servers side by side, one on the defaults (it counts every
-request for ``/metrics`` and writes its log line to a file) and one with both off
-(``FINDATA_METRICS_ENABLED=false``, ``FINDATA_REQUEST_LOG=false``), the same request measured on
-each in turn for four rounds (the order swapped each round); the difference of the medians.
+the request log lines: three more servers side by side, one on the defaults (it counts every
+request for ``/metrics`` and writes its log line to a file) and two with both off
+(``FINDATA_METRICS_ENABLED=false``, ``FINDATA_REQUEST_LOG=false``), the second a control; the
+same request measured on each in turn for ``--rounds`` rounds (the order rotated each round);
+the throughput lost with both on, and what the same reading gives between the two identical
+servers (the noise of this machine in this run). ``--observability-only`` runs that comparison
+alone.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -98,15 +101,24 @@ def mcp_tool(name: str, arguments: Params) -> Send:
 #: no measured request was asked before, of this server or of another sharing its (Redis) cache
 WARM_UP = 10**7
 QUOTAS_OFF = 3 * 10**6  # the MCP kind asks limits from 1,000,000 on
-OBSERVABILITY = 4 * 10**6
+OBSERVABILITY = 4 * 10**6  # one count for all its measures (below WARM_UP for 6 M requests)
 
 
-def _measure(url: str, key: str, send: Send, clients: int, seconds: float, first: int = 0) -> dict:
+def _measure(
+    url: str,
+    key: str,
+    send: Send,
+    clients: int,
+    seconds: float,
+    first: int = 0,
+    numbers: Iterator[int] | None = None,
+) -> dict:
     """C clients in threads, each with its own connection, for ``seconds``; the requests are
-    numbered from ``first`` (a kind whose parameters vary by number asks new ones)."""
+    numbered from ``first`` (a kind whose parameters vary by number asks new ones), or drawn
+    from ``numbers``, a count several measures share so that none asks what another asked."""
     latencies: list[float] = []
     cached = [0]
-    counter = itertools.count(first)
+    counter = itertools.count(first) if numbers is None else numbers
     errors: Counter[str] = Counter()
     rows = [0]
     lock = threading.Lock()
@@ -152,10 +164,21 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=8.0)
+    parser.add_argument(
+        "--rounds", type=int, default=6, help="rounds of the metrics-and-logs comparison"
+    )
+    parser.add_argument(
+        "--observability-only",
+        action="store_true",
+        help="only the metrics-and-logs comparison (its two servers)",
+    )
     args = parser.parse_args()
 
     home, key = prepare_home(args.home, "findata-api-bench-")
     scenarios = json.loads((home / "demo" / "scenarios.json").read_text())
+    if args.observability_only:
+        _observability_cost(home, args, key, _one_ticker(scenarios))
+        return
 
     url, server = _serve(home, args.workers)
     try:
@@ -171,9 +194,7 @@ def main() -> None:
         kinds: dict[str, Send] = {
             "status (no key, no data)": rest("/v1/status", {}),
             "prices 1 ticker x 1 year, cached": rest(f"/v1/prices/{plain}", year),
-            "prices 1 ticker x 1 year": rest(
-                f"/v1/prices/{plain}", lambda n: {**year, "limit": 300 + n}
-            ),
+            "prices 1 ticker x 1 year": _one_ticker(scenarios),
             # the same requests as MCP tool calls (get_prices), beside the REST route; limits of
             # their own, so that none is answered from the REST kind's cache entries
             "MCP get_prices 1 ticker x 1 year": mcp_tool(
@@ -204,40 +225,82 @@ def main() -> None:
     _observability_cost(home, args, key, send)
 
 
-#: rounds of the metrics-and-logs comparison (each measures both servers once)
-OBSERVABILITY_ROUNDS = 4
+def _one_ticker(scenarios: dict[str, Any]) -> Send:
+    """One ticker's daily prices over the year to the demo's day, every request a new one (a
+    limit above the answer's size changes nothing in the rows): a response-cache miss."""
+    as_of = scenarios["as_of"]
+    year = {"start": f"{int(as_of[:4]) - 1}{as_of[4:]}", "end": as_of}
+    return rest(f"/v1/prices/{scenarios['plain']['ticker']}", lambda n: {**year, "limit": 300 + n})
 
 
 def _observability_cost(home: Path, args: argparse.Namespace, key: str, send: Send) -> None:
-    """Metrics and request log lines on against off: two servers started side by side (one
-    with both off), the same request measured on each in turn, round after round, so that the
-    machine's drift falls on both; the medians' difference. Each round asks new requests (cache
-    misses)."""
+    """Metrics and request log lines on against off: three servers started side by side, one
+    on the defaults and two with both off (the second a control: what the method reads between
+    two servers that differ in nothing), the same request measured on each in turn, round after
+    round, each round starting one server later (a drift within a round falls on each in turn);
+    every request a new one (a cache miss, in a cache the servers share). Printed: the cost, on
+    against the first off server, and the control, the second off server against the first,
+    each as the difference of the medians and the median of the rounds' own differences. A
+    cost within the control's spread is no cost this machine can tell; the load average is
+    printed with them (this run's own clients and servers count in it)."""
     servers = {
         "on": _serve(home, args.workers),
         "off": _serve(home, args.workers, observability=False),
+        "off again": _serve(home, args.workers, observability=False),
     }
-    rates: dict[str, list[float]] = {"on": [], "off": []}
+    numbers = itertools.count(OBSERVABILITY)  # shared: no measure asks what another asked
+    rates: dict[str, list[float]] = {name: [] for name in servers}
+    unsound: Counter[str] = Counter()  # errors and cache hits: none expected
+    load_before = os.getloadavg()[0]
     try:
+        # each server's threads and connection pools filled as the measures will use them
         for url, _ in servers.values():
-            _measure(url, key, send, 1, 1.0, WARM_UP)
-        for round_number in range(OBSERVABILITY_ROUNDS):
-            # on first in one round, off first in the next: a drift within a round falls on both
-            order = list(servers.items())[:: 1 if round_number % 2 == 0 else -1]
-            for index, (name, (url, _)) in enumerate(order):
-                # requests no server was asked before (a shared cache would answer them)
-                first = OBSERVABILITY + (2 * round_number + index) * 10**5
-                figures = _measure(url, key, send, args.clients, args.seconds, first)
+            _measure(url, key, send, args.clients, 2.0, numbers=numbers)
+        named = list(servers.items())
+        for round_number in range(args.rounds):
+            shift = round_number % len(named)
+            for name, (url, _) in named[shift:] + named[:shift]:
+                figures = _measure(url, key, send, args.clients, args.seconds, numbers=numbers)
                 rates[name].append(figures["requests_per_second"])
+                unsound.update(_unsound(figures))
     finally:
         for _, server in servers.values():
             server.terminate()
             server.wait(timeout=30)
-    on, off = statistics.median(rates["on"]), statistics.median(rates["off"])
     print(
         f"{'metrics and logs cost':34s} "
-        + json.dumps({"on_rps": rates["on"], "off_rps": rates["off"], "cost_pct": _cost(on, off)})
+        + json.dumps(
+            {
+                "on_rps": rates["on"],
+                "off_rps": rates["off"],
+                "off_again_rps": rates["off again"],
+                **_compared("cost", rates["on"], rates["off"]),
+                **_compared("control", rates["off again"], rates["off"]),
+                "load_1min": [round(load_before, 1), round(os.getloadavg()[0], 1)],
+                "errors_or_cache_hits": dict(+unsound),
+            }
+        )
     )
+
+
+def _compared(name: str, rates: list[float], reference: list[float]) -> dict[str, Any]:
+    """The throughput ``rates`` lose against ``reference`` (percent): of the medians, each
+    round's, and the median of the rounds'."""
+    by_round = [_cost(rate, ref) for rate, ref in zip(rates, reference, strict=True)]
+    return {
+        f"{name}_pct": _cost(statistics.median(rates), statistics.median(reference)),
+        f"{name}_pct_by_round": by_round,
+        f"{name}_pct_median_of_rounds": _median([c for c in by_round if c is not None]),
+    }
+
+
+def _unsound(figures: dict) -> Counter[str]:
+    """What a measure of cache misses should not have had: errors, cache hits."""
+    return Counter({**figures["errors"], "cache hit": figures["cache_hits"]})
+
+
+def _median(values: list[float]) -> float | None:
+    return round(statistics.median(values), 1) if values else None
 
 
 def _cost(on: float, off: float) -> float | None:

@@ -4,6 +4,13 @@ object a line with ``FINDATA_LOG_FORMAT=json`` for a log system.
 A line's structured fields go in ``extra={"fields": {...}}`` (``log_fields``): JSON lines carry
 them as keys, text lines as ``name=value`` after the message. No field may hold a key or a
 secret: the callers pass account ids, route templates, delivery ids, versions.
+
+The API's processes (``findata serve``: its workers write one line per request) log through a
+``BackgroundStderrHandler``: the thread that logs only queues the record; a thread of the
+handler's formats and writes it. A write to stderr lets go of Python's GIL, and an event loop
+that lets go of it waits for the request threads to give it back (up to the interpreter's
+switch interval, 5 ms): a request's line written on its event loop was such a wait per
+request. Every other command writes its lines as they come (``StderrHandler``).
 """
 
 from __future__ import annotations
@@ -11,7 +18,11 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import logging.config
+import logging.handlers
+import os
+import queue
 import sys
+import threading
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -90,17 +101,100 @@ class StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
         pass
 
 
-def logging_config(log_format: LogFormat) -> dict[str, Any]:
+class BackgroundStderrHandler(logging.handlers.QueueHandler):
+    """Writes to stderr from a thread of its own: the standard library's ``QueueHandler`` in
+    front of a ``QueueListener`` whose one handler is a ``StderrHandler`` (the same line, the
+    same stream). The thread that logs only merges the message with its arguments (so that a
+    later change to an argument cannot change the line) and queues the record; the listener's
+    thread formats and writes each record, in the order they were queued.
+
+    ``flush`` returns once every record queued before it is written; ``close`` (which
+    ``logging.shutdown`` calls at a process's exit, a uvicorn worker's too) writes those
+    waiting and stops the thread, and a forced stop (``findata/shutdown.py``) flushes before it
+    exits: a stop loses no line; a process killed outright loses those still queued. Python 3.11's
+    ``dictConfig`` cannot make a listener (3.12's can), hence this class.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(queue.SimpleQueue())  # put is reentrant: a signal handler may log
+        self.target = StderrHandler()
+        self.listener: _FlushingListener | None = None
+        self._listening_in = 0  # the pid the listener's thread runs in
+        self._closed = False
+
+    def setFormatter(self, fmt: logging.Formatter | None) -> None:
+        """The target formats, in the listener's thread."""
+        self.target.setFormatter(fmt)
+
+    def prepare(self, record: logging.LogRecord) -> logging.LogRecord:
+        """The record with its message merged, not formatted (``QueueHandler.prepare`` would
+        format it here, in the logging thread, which is the work this class moves)."""
+        if record.args:  # in place: any other handler gets the same line from it
+            record.msg = record.getMessage()
+            record.args = None
+        return record
+
+    def emit(self, record: logging.LogRecord) -> None:
+        """Queue ``record``; the listener's thread starts with the first line of a process
+        (again in a forked child, where the parent's thread is not). Once closed, lines are
+        written as they come: no thread would write them later."""
+        if self._closed:
+            self.target.handle(self.prepare(record))
+            return
+        if self._listening_in != os.getpid():
+            self._listen()
+        super().emit(record)
+
+    def flush(self) -> None:
+        """Wait until the records queued before this call are written."""
+        listener = self.listener
+        if self._listening_in != os.getpid() or listener is None:
+            return
+        if threading.current_thread() is listener._thread:  # it would wait for itself
+            return
+        written = threading.Event()
+        self.queue.put(written)  # type: ignore[union-attr]
+        written.wait()  # untimed: timed waits never return under libfaketime (Makefile)
+
+    def close(self) -> None:
+        """Write what waits and stop the listener's thread."""
+        self._closed = True
+        if self.listener is not None and self._listening_in == os.getpid():
+            self.listener.stop()
+        self.listener = None
+        self.target.close()
+        super().close()
+
+    def _listen(self) -> None:
+        self.listener = _FlushingListener(self.queue, self.target)
+        self.listener.start()
+        self._listening_in = os.getpid()
+
+
+class _FlushingListener(logging.handlers.QueueListener):
+    """A ``QueueListener`` that also answers a flush: an event in the queue is set when the
+    records queued before it are written."""
+
+    def handle(self, record: logging.LogRecord | threading.Event) -> None:
+        if isinstance(record, threading.Event):
+            record.set()
+        else:
+            super().handle(record)
+
+
+def logging_config(log_format: LogFormat, background: bool = False) -> dict[str, Any]:
     """The ``logging.config.dictConfig`` of a command (and of each uvicorn worker, which
-    applies it again in its own process): one stderr handler in the chosen format."""
+    applies it again in its own process): one stderr handler in the chosen format, writing
+    from a thread of its own when ``background`` (the API's processes, ``api/serve.py``)."""
     formatter = (
         "findata.logs.JsonFormatter" if log_format == "json" else "findata.logs.TextFormatter"
     )
+    handler = "BackgroundStderrHandler" if background else "StderrHandler"
     return {
         "version": 1,
         "disable_existing_loggers": False,
         "formatters": {"findata": {"()": formatter}},
-        "handlers": {"stderr": {"()": "findata.logs.StderrHandler", "formatter": "findata"}},
+        "handlers": {"stderr": {"()": f"findata.logs.{handler}", "formatter": "findata"}},
         "root": {"handlers": ["stderr"], "level": "WARNING"},
         "loggers": {
             **{name: {"level": "INFO"} for name in INFO_LOGGERS},

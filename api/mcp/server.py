@@ -130,7 +130,10 @@ class McpEndpoint:
         except ApiError as refused:
             await _key_refused(body, refused)(scope, receive, send)
             return
-        scope.setdefault("state", {})[OWNER_STATE] = _owner(owner)
+        state = scope.setdefault("state", {})
+        state[OWNER_STATE] = _owner(owner)
+        # the request's log line names the account, as a REST request's does (api/deps.py)
+        state["account_id"] = state[OWNER_STATE].account.id
         accepted = request.headers.get("accept", "")
         streams = "text/event-stream" in accepted or "*/*" in accepted or not accepted
         sessions = self.streamed if streams else self.plain
