@@ -10,6 +10,7 @@ from typing import Any
 
 import dagster as dg
 from dagster_dbt import DagsterDbtTranslator, DbtCliResource, DbtProject, dbt_assets
+from dagster_dbt.asset_utils import get_asset_check_key_for_test
 from packaging import version
 
 from findata.orchestration.assets.raw import raw_asset_key
@@ -118,29 +119,63 @@ def dbt_models(context: dg.AssetExecutionContext, dbt: DbtCliResource) -> Iterat
     # step need it) imports meanwhile, here, rather than after dbt
     import_gx()
     yield from build.stream()
-    record_dbt_build(settings, scope)
+    record_dbt_build(settings, scope, build.get_artifact("run_results.json"))
 
 
 def _unchanged_marts(
     context: dg.AssetExecutionContext, manifest: Mapping[str, Any], scope: DbtScope
-) -> Iterator[dg.Output[None]]:
+) -> Iterator[dg.Output[None] | dg.AssetCheckResult]:
     """An output for each mart dbt left as it was, so that the steps reading it (its contract
     check, publish) run; its metadata says it was not rebuilt. Models inside the dbt project
-    need none: nothing outside this step reads them."""
+    need none: nothing outside this step reads them. Then the result of each of its dbt tests
+    that reads only models left as built, as the build that last ran it recorded (the rows are
+    the ones that build tested): publish waits for these checks, which would otherwise have no
+    result in this run."""
     left = set(scope.unchanged_models)
     translator = FindataTranslator()
+    marts: set[dg.AssetKey] = set()
+    unchanged = {
+        node["unique_id"]
+        for node in manifest["nodes"].values()
+        if node["resource_type"] in ("model", "seed", "snapshot") and node["name"] in left
+    }
     for node in manifest["nodes"].values():
         if node["resource_type"] != "model" or node["name"] not in left:
             continue
         key = translator.get_asset_key(node)
         if key.path[0] != "marts" or key not in context.selected_asset_keys:
             continue
+        marts.add(key)
         yield dg.Output(
             None,
             output_name=context.assets_def.get_output_name_for_asset_key(key),
             metadata={
                 "rebuilt": False,
                 "why": f"no raw source it reads changed ({scope.reason})",
+            },
+        )
+    for test, status in sorted(scope.test_statuses.items()):
+        node = manifest["nodes"].get(test)
+        # a test since removed; one that reads a rebuilt model runs (dbt_scope: cautious)
+        if node is None or not set(node["depends_on"]["nodes"]) <= unchanged:
+            continue
+        check = get_asset_check_key_for_test(manifest, translator, test, dbt_project)
+        if check is None or check.asset_key not in marts:
+            continue
+        if check not in context.selected_asset_check_keys:
+            continue
+        yield dg.AssetCheckResult(
+            asset_key=check.asset_key,
+            check_name=check.name,
+            passed=status == "pass",
+            # as dagster-dbt reports a test it ran (DbtCoreCliEventMessage)
+            severity=(
+                dg.AssetCheckSeverity.WARN if status == "warn" else dg.AssetCheckSeverity.ERROR
+            ),
+            metadata={
+                "status": status,
+                "carried_from_build": "not run again: the model is as the last dbt build that "
+                "ran this test left it, and this is that build's result",
             },
         )
 

@@ -67,7 +67,13 @@ def test_a_changed_price_source_rebuilds_what_reads_prices_only(
     left = set(scope.unchanged_models)
     assert left >= SEC_MARTS and not PRICE_MARTS & left
     assert "stg_market__prices" not in left and "stg_sec__facts" in left
-    assert scope.dbt_args() == ["build", "--exclude", " ".join(scope.unchanged_models)]
+    assert scope.dbt_args() == [
+        "build",
+        "--exclude",
+        " ".join(scope.unchanged_models),
+        "--indirect-selection",
+        "cautious",
+    ]
     # once that build succeeded, the next one has nothing to run
     record_dbt_build(settings, scope)
     assert plan_dbt_build(settings, manifest).runs_nothing
