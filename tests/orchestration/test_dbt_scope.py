@@ -79,6 +79,41 @@ def test_a_changed_price_source_rebuilds_what_reads_prices_only(
     assert plan_dbt_build(settings, manifest).runs_nothing
 
 
+def _results(**statuses: str) -> dict[str, Any]:
+    """A ``run_results.json`` of tests (and one model, which is not a test)."""
+    return {
+        "results": [
+            {"unique_id": "model.findata.prices", "status": "success"},
+            *({"unique_id": f"test.findata.{t}", "status": s} for t, s in statuses.items()),
+        ]
+    }
+
+
+def test_each_test_keeps_the_status_of_the_last_build_that_ran_it(
+    settings: Settings, manifest: dict
+) -> None:
+    full = plan_dbt_build(settings, manifest)
+    record_dbt_build(settings, full, _results(on_prices="pass", on_managers="warn"))
+    _land(settings, "prices", "prices-2")
+    partial = plan_dbt_build(settings, manifest)
+    assert partial.test_statuses == {
+        "test.findata.on_prices": "pass",
+        "test.findata.on_managers": "warn",
+    }
+    # a partial build replaces the statuses of the tests it ran and keeps the others
+    record_dbt_build(settings, partial, _results(on_prices="warn"))
+    _land(settings, "prices", "prices-3")
+    assert plan_dbt_build(settings, manifest).test_statuses == {
+        "test.findata.on_prices": "warn",
+        "test.findata.on_managers": "warn",
+    }
+    # a full build ran every test: what it ran is all that is kept
+    forget_dbt_build(settings)
+    record_dbt_build(settings, plan_dbt_build(settings, manifest), _results(on_prices="pass"))
+    _land(settings, "prices", "prices-4")
+    assert plan_dbt_build(settings, manifest).test_statuses == {"test.findata.on_prices": "pass"}
+
+
 def test_other_code_or_a_forced_build_rebuilds_everything(
     settings: Settings, manifest: dict, monkeypatch: pytest.MonkeyPatch
 ) -> None:
