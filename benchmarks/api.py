@@ -170,7 +170,7 @@ def main() -> None:
     parser.add_argument(
         "--observability-only",
         action="store_true",
-        help="only the metrics-and-logs comparison (its two servers)",
+        help="only the metrics-and-logs comparison (its three servers)",
     )
     args = parser.parse_args()
 
@@ -182,13 +182,11 @@ def main() -> None:
 
     url, server = _serve(home, args.workers)
     try:
-        as_of = scenarios["as_of"]
-        year_ago = f"{int(as_of[:4]) - 1}{as_of[4:]}"
         plain = scenarios["plain"]["ticker"]
         classes = scenarios["share_classes"]["class_tickers"]
         others = [scenarios["renamed"]["new_ticker"], scenarios["delisted"]["ticker"]]
         many = ",".join([plain, *classes, *others])
-        year = {"start": year_ago, "end": as_of}
+        year = _year_to_as_of(scenarios)
         # a limit above the answer's size (or the page maximum) changes nothing in the rows but
         # makes each request a different one: every such request misses the response cache
         kinds: dict[str, Send] = {
@@ -225,11 +223,16 @@ def main() -> None:
     _observability_cost(home, args, key, send)
 
 
+def _year_to_as_of(scenarios: dict[str, Any]) -> dict[str, str]:
+    """The query of the year up to the demo's last day."""
+    as_of = scenarios["as_of"]
+    return {"start": f"{int(as_of[:4]) - 1}{as_of[4:]}", "end": as_of}
+
+
 def _one_ticker(scenarios: dict[str, Any]) -> Send:
     """One ticker's daily prices over the year to the demo's day, every request a new one (a
     limit above the answer's size changes nothing in the rows): a response-cache miss."""
-    as_of = scenarios["as_of"]
-    year = {"start": f"{int(as_of[:4]) - 1}{as_of[4:]}", "end": as_of}
+    year = _year_to_as_of(scenarios)
     return rest(f"/v1/prices/{scenarios['plain']['ticker']}", lambda n: {**year, "limit": 300 + n})
 
 
