@@ -105,6 +105,9 @@ def demo(
         if no_serve:
             _skip_final_collection()
     if not no_serve:
+        from findata.orchestration.warm_dbt import stop_warm_dbt
+
+        stop_warm_dbt()  # the refresh's dbt is not needed while this process serves
         _serve("127.0.0.1", port, 1, webhooks=True)
 
 

@@ -16,16 +16,18 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
-import sys
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from findata.orchestration.warm_dbt import CLIENT
 from findata.settings import Settings
 
 # the dbt project travels with the package (``findata.transforms``: transforms/ in a checkout)
 TRANSFORMS = Path(str(resources.files("findata.transforms")))
-DBT_EXECUTABLE = Path(sys.executable).parent / "dbt"
+#: what runs dbt: ``findata-dbt``, which runs it in the refresh's warm dbt server when there is
+#: one (``warm_dbt.py``), else execs ``dbt``
+DBT_EXECUTABLE = CLIENT
 #: the files of the project that shape its manifest
 PROJECT_PARTS = ("models", "macros", "tests", "dbt_project.yml", "profiles.yml")
 #: beside the manifest: the hash of the project files it was made from

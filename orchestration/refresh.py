@@ -48,6 +48,10 @@ def run_refresh(
         if since is not None:
             return RefreshOutcome(None, True, None, 0, [], unchanged_since=since)
     prepare_dagster_home(settings)
+    from findata.orchestration.warm_dbt import start_warm_dbt
+
+    # dbt imports itself (~1.5 s) on the other core while Dagster imports here
+    start_warm_dbt()
     if DEFINITIONS not in sys.modules:
         from findata.orchestration.dbt_manifest import start_parse
 
