@@ -63,7 +63,7 @@ class FindataDbtCliResource(DbtCliResource):
 
     @cached_property
     def _cli_version(self) -> version.Version:
-        # the executable is this environment's dbt (``dbt_executable`` below)
+        # the executable runs this environment's dbt (``dbt_executable`` below: findata-dbt)
         return version.parse(metadata.version("dbt-core"))
 
     def _initialize_dbt_core_adapter(self, args: Sequence[str]) -> Any:
