@@ -93,6 +93,17 @@ def _current_parts(settings: Settings) -> set[str]:
         return set(version_part_files(con, "current"))
 
 
+def _fundamentals_recomputed(settings: Settings) -> tuple[list[int], int]:
+    """The issuers whose fundamentals the last build that ran the fundamentals models
+    recomputed, and how many issuers there are."""
+    with duckdb.connect(str(settings.warehouse_path), read_only=True) as con:
+        rows = con.execute(
+            "SELECT issuer_entity_id, is_rebuilt "
+            "FROM intermediate.int_fundamentals_issuers_fingerprinted ORDER BY 1"
+        ).fetchall()
+    return [issuer for issuer, rebuilt in rows if rebuilt], len(rows)
+
+
 def _check_evaluations(run_id: str | None) -> list[tuple[str, str, bool, set[str]]]:
     """The asset check results of a run: asset, check, passed, metadata keys."""
     if run_id is None:
@@ -161,6 +172,7 @@ def steps(two_week_old_demo: PublishedDemo, tmp_path_factory: pytest.TempPathFac
         step("unchanged")  # starts no run: nothing a build reads changed
         step("unchanged_run", run_when_unchanged=True)  # the run stops at its first step
         step("forced", force=True)  # builds all the same, and finds nothing to publish
+        result.facts["fundamentals_after_forced"] = _fundamentals_recomputed(settings)
 
         as_of = dt.date.fromisoformat(scenarios["as_of"])
         day = next_session(as_of)
@@ -178,6 +190,7 @@ def steps(two_week_old_demo: PublishedDemo, tmp_path_factory: pytest.TempPathFac
             issuer=int(row["issuer_entity_id"]), period_end=period_end, accession=accession
         )
         step("restated")
+        result.facts["fundamentals_after_restated"] = _fundamentals_recomputed(settings)
 
         # every bar of a security carries its sector: an issuer moved to another one relabels
         # the whole history of its securities (the prices mart compares their every year)
@@ -186,6 +199,7 @@ def steps(two_week_old_demo: PublishedDemo, tmp_path_factory: pytest.TempPathFac
             landing, int(delisted["issuer_entity_id"]), RECLASSIFIED_SECTOR
         )
         step("reclassified")
+        result.facts["fundamentals_after_reclassified"] = _fundamentals_recomputed(settings)
 
         # the prices mart is incremental: a split landed late for an earlier date re-adjusts
         # every bar of that security before it; a restated bar (and the next one removed)
@@ -454,6 +468,18 @@ def test_a_restating_filing_changes_that_issuer_only_and_keeps_the_old_figures(
             [steps.facts["issuer"], steps.facts["period_end"]],
         ).fetchall()
     assert len(rows) >= 2 and rows[-1][0] == steps.facts["accession"]
+
+
+def test_fundamentals_are_recomputed_for_the_issuers_whose_filings_changed_alone(
+    steps: Steps,
+) -> None:
+    # a forced build recomputes every issuer; a restating filing its issuer alone (the
+    # published rows equal a full rebuild's: test_the_refreshes_publish_exactly_...); a sector
+    # moved in the security master changes no issuer's CIKs or filings: none
+    recomputed, issuers = steps.facts["fundamentals_after_forced"]
+    assert issuers > 10 and len(recomputed) == issuers
+    assert steps.facts["fundamentals_after_restated"] == ([steps.facts["issuer"]], issuers)
+    assert steps.facts["fundamentals_after_reclassified"] == ([], issuers)
 
 
 @pytest.mark.parametrize("step", ["high_below_low", "future_date"])

@@ -4,7 +4,8 @@
 -- item and period), and classified by the period it covers: `quarterly` (a duration of about 3
 -- months), `annual` (about 12 months), `instant` (a balance-sheet date) or `cover` (the dei
 -- shares-outstanding figure on the filing's cover page). Other durations (6- and 9-month
--- year-to-date figures) are left out.
+-- year-to-date figures) are left out. Only the facts of the issuers the build recomputes
+-- (int_fundamentals_issuers_fingerprinted: every issuer on a full build).
 
 with facts as (
     select * from {{ ref('stg_sec__facts') }}
@@ -14,6 +15,14 @@ security_master as (
     select * from {{ ref('stg_market__security_master') }}
 ),
 
+issuers_to_build as (
+    select issuer_entity_id
+    from {{ ref('int_fundamentals_issuers_fingerprinted') }}
+    where is_rebuilt
+),
+
+-- the issuers this build recomputes alone (all of them on a full build): the facts of the
+-- others are not read past the join below
 issuers as (
     select distinct
         cik,
@@ -21,6 +30,7 @@ issuers as (
     from security_master
     where cik is not null
         and issuer_entity_id is not null
+        and issuer_entity_id in (select issuers_to_build.issuer_entity_id from issuers_to_build)
 ),
 
 item_tags as (

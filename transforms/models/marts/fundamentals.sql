@@ -4,6 +4,21 @@
 -- period keeps the value known before it (the latest earlier row of the period), so each row is
 -- the period as known from known_from; is_restatement marks a filing that changed a figure
 -- already known for the period.
+--
+-- Incremental by issuer: a build recomputes the issuers int_fundamentals_issuers_fingerprinted
+-- marks is_rebuilt (those whose filings, or CIKs, changed; all of them on a first or full
+-- build), whose rows are the only ones the facts views carry; the pre-hook deletes their rows
+-- first (macros/fundamentals_incremental.sql). Every window below is per issuer.
+--
+-- depends_on: {{ ref('int_fundamentals_issuers_fingerprinted') }}
+
+{{ config(
+    materialized='incremental',
+    incremental_strategy='append',
+    on_schema_change='fail',
+    pre_hook="{{ fundamentals_delete_rebuild_scope() }}",
+    post_hook="{{ fundamentals_keep_inputs_built() }}",
+) }}
 
 {%- set items = [
     'revenue', 'cost_of_revenue', 'gross_profit', 'operating_income', 'net_income',
