@@ -1,12 +1,13 @@
 """Landing edits the refresh tests make: one more trading day of prices (the demo's own
 ``advance``), a restating filing, a split landing for an earlier date, a restated bar, an issuer
-moved to another sector."""
+moved to another sector, a new Form 4 and another one changed."""
 
 from __future__ import annotations
 
 import csv
 import datetime as dt
 import json
+import re
 from pathlib import Path
 
 from findata.orchestration.demo.advance import add_price_day, next_session
@@ -14,6 +15,7 @@ from findata.orchestration.demo.advance import add_price_day, next_session
 __all__ = [
     "add_price_day",
     "add_split_mid_history",
+    "file_form4_and_amend_another",
     "next_session",
     "reclassify_issuer",
     "restate_bar_and_remove_the_next",
@@ -112,3 +114,27 @@ def reclassify_issuer(landing: Path, issuer_entity_id: int, sector: str) -> list
         writer.writeheader()
         writer.writerows(rows)
     return sorted(securities)
+
+
+_SHARES = re.compile(r"(<transactionShares>\s*<value>)([0-9.]+)(</value>)")
+
+
+def file_form4_and_amend_another(landing: Path) -> tuple[str, str]:
+    """A new Form 4 (a copy of the first one in landing under a new accession, its first
+    transaction's shares doubled) and the last one's first transaction's shares changed in
+    place; returns both accessions (the new, the changed)."""
+    filings = sorted((landing / "sec" / "form4").glob("*.xml"))
+    first, last = filings[0], filings[-1]
+    owner, year, _ = first.stem.split("-")
+    new = f"{owner}-{year}-990001"
+
+    def doubled(match: re.Match[str]) -> str:
+        return f"{match[1]}{float(match[2]) * 2:g}{match[3]}"
+
+    text, count = _SHARES.subn(doubled, first.read_text(), count=1)
+    assert count == 1, first
+    (first.parent / f"{new}.xml").write_text(text)
+    text, count = _SHARES.subn(lambda m: f"{m[1]}{float(m[2]) + 1:g}{m[3]}", last.read_text(), 1)
+    assert count == 1, last
+    last.write_text(text)
+    return new, last.stem

@@ -35,6 +35,7 @@ from findata.settings import Settings, get_settings
 from tests.orchestration.landing_edits import (
     add_price_day,
     add_split_mid_history,
+    file_form4_and_amend_another,
     next_session,
     reclassify_issuer,
     restate_bar_and_remove_the_next,
@@ -93,15 +94,18 @@ def _current_parts(settings: Settings) -> set[str]:
         return set(version_part_files(con, "current"))
 
 
-def _fundamentals_recomputed(settings: Settings) -> tuple[list[int], int]:
-    """The issuers whose fundamentals the last build that ran the fundamentals models
-    recomputed, and how many issuers there are."""
+def _recomputed(settings: Settings, fingerprinted: str) -> tuple[list[Any], int]:
+    """The keys an incremental mart's last build recomputed (its fingerprint model's rows
+    marked is_rebuilt), and how many keys there are."""
     with duckdb.connect(str(settings.warehouse_path), read_only=True) as con:
         rows = con.execute(
-            "SELECT issuer_entity_id, is_rebuilt "
-            "FROM intermediate.int_fundamentals_issuers_fingerprinted ORDER BY 1"
+            f"SELECT * EXCLUDE (inputs_print) FROM intermediate.{fingerprinted} ORDER BY 1"
         ).fetchall()
-    return [issuer for issuer, rebuilt in rows if rebuilt], len(rows)
+    return [key for key, rebuilt in rows if rebuilt], len(rows)
+
+
+def _fundamentals_recomputed(settings: Settings) -> tuple[list[Any], int]:
+    return _recomputed(settings, "int_fundamentals_issuers_fingerprinted")
 
 
 def _check_evaluations(run_id: str | None) -> list[tuple[str, str, bool, set[str]]]:
@@ -200,6 +204,14 @@ def steps(two_week_old_demo: PublishedDemo, tmp_path_factory: pytest.TempPathFac
         )
         step("reclassified")
         result.facts["fundamentals_after_reclassified"] = _fundamentals_recomputed(settings)
+
+        # the insider transactions mart is incremental by filing: a new Form 4 and one changed
+        # in place recompute those two filings
+        result.facts["form4_filed"] = file_form4_and_amend_another(landing)
+        step("form4_filed")
+        result.facts["insider_after_form4_filed"] = _recomputed(
+            settings, "int_form4_filings_fingerprinted"
+        )
 
         # the prices mart is incremental: a split landed late for an earlier date re-adjusts
         # every bar of that security before it; a restated bar (and the next one removed)
@@ -480,6 +492,22 @@ def test_fundamentals_are_recomputed_for_the_issuers_whose_filings_changed_alone
     assert issuers > 10 and len(recomputed) == issuers
     assert steps.facts["fundamentals_after_restated"] == ([steps.facts["issuer"]], issuers)
     assert steps.facts["fundamentals_after_reclassified"] == ([], issuers)
+
+
+def test_insider_transactions_are_recomputed_for_the_filings_that_changed_alone(
+    steps: Steps,
+) -> None:
+    new, changed = steps.facts["form4_filed"]
+    recomputed, filings = steps.facts["insider_after_form4_filed"]
+    assert sorted(recomputed) == sorted([new, changed]) and filings > 10
+    records = steps.new_records("form4_filed", "reclassified")
+    assert {r["dataset"] for r in records} == {"insider_transactions"}
+    version = steps.snapshots["form4_filed"].versions[-1]["file_name"]
+    with open_version(steps.home / "published" / version) as con:
+        filed = con.execute(
+            "SELECT count(*) FROM insider_transactions WHERE document_id = ?", [new]
+        ).fetchall()
+    assert filed[0][0] >= 1
 
 
 @pytest.mark.parametrize("step", ["high_below_low", "future_date"])

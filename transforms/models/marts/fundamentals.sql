@@ -8,7 +8,7 @@
 -- Incremental by issuer: a build recomputes the issuers int_fundamentals_issuers_fingerprinted
 -- marks is_rebuilt (those whose filings, or CIKs, changed; all of them on a first or full
 -- build), whose rows are the only ones the facts views carry; the pre-hook deletes their rows
--- first (macros/fundamentals_incremental.sql). Every window below is per issuer.
+-- first (macros/incremental_by_prints.sql). Every window below is per issuer.
 --
 -- depends_on: {{ ref('int_fundamentals_issuers_fingerprinted') }}
 
@@ -16,8 +16,8 @@
     materialized='incremental',
     incremental_strategy='append',
     on_schema_change='fail',
-    pre_hook="{{ fundamentals_delete_rebuild_scope() }}",
-    post_hook="{{ fundamentals_keep_inputs_built() }}",
+    pre_hook="{{ delete_rebuilt_keys('int_fundamentals_issuers_fingerprinted', 'issuer_entity_id') }}",
+    post_hook="{{ keep_inputs_built('int_fundamentals_issuers_fingerprinted', 'issuer_entity_id') }}",
 ) }}
 
 {%- set items = [

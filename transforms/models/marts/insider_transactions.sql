@@ -3,9 +3,30 @@
 -- sequence. entity_id is the issuer's entity (CIK through the security master). The filing date
 -- is the one in the issuer's submissions filing index, else the signature date. A holding line
 -- has no transaction: its transaction_date is the filing's period of report.
+--
+-- Incremental by filing: a build recomputes the lines of the filings
+-- int_form4_filings_fingerprinted marks is_rebuilt (new, amended or removed filings, a filing
+-- date that arrived, an issuer changed in the security master; every filing on a first or full
+-- build); the pre-hook deletes their rows first (macros/incremental_by_prints.sql). Every row
+-- is made from its own filing's rows and its issuer's.
 
-with lines as (
+{{ config(
+    materialized='incremental',
+    incremental_strategy='append',
+    on_schema_change='fail',
+    pre_hook="{{ delete_rebuilt_keys('int_form4_filings_fingerprinted', 'document_id') }}",
+    post_hook="{{ keep_inputs_built('int_form4_filings_fingerprinted', 'document_id') }}",
+) }}
+
+with filings_to_build as (
+    select document_id
+    from {{ ref('int_form4_filings_fingerprinted') }}
+    where is_rebuilt
+),
+
+lines as (
     select * from {{ ref('stg_sec__form4_lines') }}
+    where accession in (select filings_to_build.document_id from filings_to_build)
 ),
 
 form4_filings as (
