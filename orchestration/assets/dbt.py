@@ -4,6 +4,7 @@ import json
 import shutil
 from collections.abc import Iterator, Mapping, Sequence
 from functools import cached_property
+from graphlib import TopologicalSorter
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -139,8 +140,8 @@ def _unchanged_marts(
         for node in manifest["nodes"].values()
         if node["resource_type"] in ("model", "seed", "snapshot") and node["name"] in left
     }
-    for node in manifest["nodes"].values():
-        if node["resource_type"] != "model" or node["name"] not in left:
+    for node in _in_dependency_order(manifest, unchanged):
+        if node["resource_type"] != "model":
             continue
         key = translator.get_asset_key(node)
         if key.path[0] != "marts" or key not in context.selected_asset_keys:
@@ -178,6 +179,22 @@ def _unchanged_marts(
                 "ran this test left it, and this is that build's result",
             },
         )
+
+
+def _in_dependency_order(
+    manifest: Mapping[str, Any], unique_ids: set[str]
+) -> Iterator[Mapping[str, Any]]:
+    """The manifest's nodes ``unique_ids``, each after those of them it reads (Dagster takes a
+    multi-asset's outputs in dependency order: ``metrics`` after ``fundamentals`` when both are
+    left as built). The manifest's own order is not one: a partial parse appends the nodes it
+    parsed again."""
+    nodes = manifest["nodes"]
+    graph = {
+        unique_id: sorted(set(nodes[unique_id]["depends_on"]["nodes"]) & unique_ids)
+        for unique_id in sorted(unique_ids)
+    }
+    for unique_id in TopologicalSorter(graph).static_order():
+        yield nodes[unique_id]
 
 
 def _build_target() -> Path:

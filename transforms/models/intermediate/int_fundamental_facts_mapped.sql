@@ -11,10 +11,6 @@ with facts as (
     select * from {{ ref('stg_sec__facts') }}
 ),
 
-security_master as (
-    select * from {{ ref('stg_market__security_master') }}
-),
-
 issuers_to_build as (
     select issuer_entity_id
     from {{ ref('int_fundamentals_issuers_fingerprinted') }}
@@ -24,13 +20,8 @@ issuers_to_build as (
 -- the issuers this build recomputes alone (all of them on a full build): the facts of the
 -- others are not read past the join below
 issuers as (
-    select distinct
-        cik,
-        issuer_entity_id
-    from security_master
-    where cik is not null
-        and issuer_entity_id is not null
-        and issuer_entity_id in (select issuers_to_build.issuer_entity_id from issuers_to_build)
+    select * from {{ ref('int_issuer_ciks') }}
+    where issuer_entity_id in (select issuers_to_build.issuer_entity_id from issuers_to_build)
 ),
 
 item_tags as (

@@ -19,17 +19,8 @@ with facts as (
     select * from {{ ref('stg_sec__facts') }}
 ),
 
-security_master as (
-    select * from {{ ref('stg_market__security_master') }}
-),
-
 issuers as (
-    select distinct
-        cik,
-        issuer_entity_id
-    from security_master
-    where cik is not null
-        and issuer_entity_id is not null
+    select * from {{ ref('int_issuer_ciks') }}
 ),
 
 cik_facts as (
