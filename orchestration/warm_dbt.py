@@ -218,14 +218,13 @@ def _start_command(connection: socket.socket, listener: socket.socket) -> int | 
     """Read one request and fork its child; the child's pid, sent to the client too."""
     try:
         header, fds, _, _ = socket.recv_fds(connection, _LENGTH.size, 3)
-        if len(header) != _LENGTH.size or len(fds) != 3:
-            for fd in fds:
-                os.close(fd)
-            return None
-        payload = _receive_exactly(connection, _LENGTH.unpack(header)[0])
     except OSError:
         return None
-    if payload is None:
+    payload = None
+    if len(header) == _LENGTH.size and len(fds) == 3:
+        with contextlib.suppress(OSError):
+            payload = _receive_exactly(connection, _LENGTH.unpack(header)[0])
+    if payload is None:  # a client that ended mid-request: its streams are not kept
         for fd in fds:
             os.close(fd)
         return None

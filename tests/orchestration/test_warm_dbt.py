@@ -18,7 +18,7 @@ from typing import Any
 import psutil
 import pytest
 
-from findata.orchestration.warm_dbt import SERVER_ENV
+from findata.orchestration.warm_dbt import DBT, SERVER_ENV
 
 # the owner: runs its commands before and after starting the server, and one through a
 # grandchild (a process it started, which runs findata-dbt itself); prints what each did
@@ -135,7 +135,7 @@ def test_a_command_of_the_owner_runs_in_the_servers_child_with_dbts_output(
 
 def test_a_failing_command_exits_as_dbt_does(owner_run: dict[str, Any], project: Path) -> None:
     plain = subprocess.run(
-        [str(Path(sys.executable).parent / "dbt"), "--no-such-option"],
+        [str(DBT), "--no-such-option"],
         cwd=project,
         env=_environment(project),
         capture_output=True,

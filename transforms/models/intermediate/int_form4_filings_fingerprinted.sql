@@ -34,7 +34,10 @@ security_master as (
 ),
 
 header_prints as (
-    select accession, {{ rows_print('form4_filings') }} as header_print
+    select
+        accession,
+        {{ rows_print('form4_filings') }} as header_print,
+        min(lpad(issuer_cik, 10, '0')) as issuer_cik
     from form4_filings
     group by accession
 ),
@@ -55,14 +58,6 @@ index_prints as (
     select accession, {{ rows_print('filing_index') }} as index_print
     from filing_index
     where accession in (select header_prints.accession from header_prints)
-    group by accession
-),
-
-issuer_ciks as (
-    select
-        accession,
-        min(lpad(issuer_cik, 10, '0')) as cik
-    from form4_filings
     group by accession
 ),
 
@@ -91,10 +86,8 @@ inputs as (
         on header_prints.accession = owner_prints.accession
     left join index_prints
         on header_prints.accession = index_prints.accession
-    left join issuer_ciks
-        on header_prints.accession = issuer_ciks.accession
     left join issuer_prints
-        on issuer_ciks.cik = issuer_prints.cik
+        on header_prints.issuer_cik = issuer_prints.cik
 )
 
 {{ select_prints_marked_rebuilt('insider_transactions', 'document_id') }}

@@ -8,7 +8,8 @@
 -- whose prints changed (macros/prices_delete_rebuild_scope.sql).
 --
 -- A print is the count, the XOR and the sum of the rows' 64-bit hashes (two changes that cancel
--- in one do not in the other), as the published parts are fingerprinted.
+-- in one do not in the other; macros/incremental_by_prints.sql, rows_print), as the published
+-- parts are fingerprinted.
 
 {{ config(materialized='table') }}
 
@@ -37,7 +38,7 @@ bars_by_year as (
     select
         entity_id,
         year(trade_date) as year,
-        concat_ws(':', count(*), bit_xor(hash(bars)), sum(hash(bars)::hugeint)) as bars_print
+        {{ rows_print('bars') }} as bars_print
     from bars
     group by entity_id, year(trade_date)
 ),
