@@ -1,6 +1,6 @@
 """Landing edits the refresh tests make: one more trading day of prices (the demo's own
 ``advance``), a restating filing, a split landing for an earlier date, a restated bar, an issuer
-moved to another sector, a new Form 4 and another one changed."""
+moved to another sector, a new Form 4 and another one changed, a 13F report restated."""
 
 from __future__ import annotations
 
@@ -8,9 +8,11 @@ import csv
 import datetime as dt
 import json
 import re
+from collections import Counter
 from pathlib import Path
 
 from findata.orchestration.demo.advance import add_price_day, next_session
+from findata.orchestration.readers.form13f import read_13f_cover
 
 __all__ = [
     "add_price_day",
@@ -18,6 +20,7 @@ __all__ = [
     "file_form4_and_amend_another",
     "next_session",
     "reclassify_issuer",
+    "restate_13f_report",
     "restate_bar_and_remove_the_next",
     "restate_latest_annual_revenue",
 ]
@@ -138,3 +141,42 @@ def file_form4_and_amend_another(landing: Path) -> tuple[str, str]:
     assert count == 1, last
     last.write_text(text)
     return new, last.stem
+
+
+_SHARES_13F = re.compile(r"(<ns1:sshPrnamt>)([0-9]+)(</ns1:sshPrnamt>)")
+
+
+def restate_13f_report(landing: Path) -> tuple[str, str]:
+    """A 13F-HR/A restating the first 13F report in landing that is its manager's only filing
+    for the quarter (a copy of it under a new accession, filed the same day, its first
+    holding's shares doubled); returns the new accession and the restated one."""
+    folders = sorted(p for p in (landing / "sec" / "13f").iterdir() if p.is_dir())
+    covers = {p.name: read_13f_cover(p / "primary_doc.xml") for p in folders}
+    quarters = Counter((c.manager_cik, c.period) for c in covers.values())
+    original = next(
+        p for p in folders if quarters[(covers[p.name].manager_cik, covers[p.name].period)] == 1
+    )
+    filer, year, _ = original.name.split("-")
+    new = f"{filer}-{year}-990001"
+    # the latest complete report of the quarter: filed the same day, the higher accession
+    assert new > original.name and new not in covers, (new, original)
+    restated = landing / "sec" / "13f" / new
+    restated.mkdir()
+    cover = (original / "primary_doc.xml").read_text()
+    amendment = (
+        "<isAmendment>true</isAmendment>\n      <amendmentNo>1</amendmentNo>\n"
+        "      <amendmentInfo>\n        <amendmentType>RESTATEMENT</amendmentType>\n"
+        "        <confDeniedExpired>false</confDeniedExpired>\n      </amendmentInfo>"
+    )
+    cover, count = re.subn("<isAmendment>false</isAmendment>", amendment, cover)
+    assert count == 1, original
+    cover = cover.replace(
+        "<submissionType>13F-HR</submissionType>", "<submissionType>13F-HR/A</submissionType>"
+    )
+    (restated / "primary_doc.xml").write_text(cover)
+    table, count = _SHARES_13F.subn(
+        lambda m: f"{m[1]}{int(m[2]) * 2}{m[3]}", (original / "infotable.xml").read_text(), 1
+    )
+    assert count == 1, original
+    (restated / "infotable.xml").write_text(table)
+    return new, original.name

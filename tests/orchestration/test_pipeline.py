@@ -38,6 +38,7 @@ from tests.orchestration.landing_edits import (
     file_form4_and_amend_another,
     next_session,
     reclassify_issuer,
+    restate_13f_report,
     restate_bar_and_remove_the_next,
     restate_latest_annual_revenue,
 )
@@ -106,6 +107,10 @@ def _recomputed(settings: Settings, fingerprinted: str) -> tuple[list[Any], int]
 
 def _fundamentals_recomputed(settings: Settings) -> tuple[list[Any], int]:
     return _recomputed(settings, "int_fundamentals_issuers_fingerprinted")
+
+
+def _holdings_recomputed(settings: Settings) -> tuple[list[Any], int]:
+    return _recomputed(settings, "int_form13f_filings_fingerprinted")
 
 
 def _check_evaluations(run_id: str | None) -> list[tuple[str, str, bool, set[str]]]:
@@ -177,6 +182,7 @@ def steps(two_week_old_demo: PublishedDemo, tmp_path_factory: pytest.TempPathFac
         step("unchanged_run", run_when_unchanged=True)  # the run stops at its first step
         step("forced", force=True)  # builds all the same, and finds nothing to publish
         result.facts["fundamentals_after_forced"] = _fundamentals_recomputed(settings)
+        result.facts["holdings_after_forced"] = _holdings_recomputed(settings)
 
         as_of = dt.date.fromisoformat(scenarios["as_of"])
         day = next_session(as_of)
@@ -204,6 +210,7 @@ def steps(two_week_old_demo: PublishedDemo, tmp_path_factory: pytest.TempPathFac
         )
         step("reclassified")
         result.facts["fundamentals_after_reclassified"] = _fundamentals_recomputed(settings)
+        result.facts["holdings_after_reclassified"] = _holdings_recomputed(settings)
 
         # the insider transactions mart is incremental by filing: a new Form 4 and one changed
         # in place recompute those two filings
@@ -212,6 +219,12 @@ def steps(two_week_old_demo: PublishedDemo, tmp_path_factory: pytest.TempPathFac
         result.facts["insider_after_form4_filed"] = _recomputed(
             settings, "int_form4_filings_fingerprinted"
         )
+
+        # the holdings mart is incremental by filing: a restatement recomputes every filing of
+        # its manager's quarter (the report it replaces is no longer current)
+        result.facts["form13f_restated"] = restate_13f_report(landing)
+        step("form13f_restated")
+        result.facts["holdings_after_form13f_restated"] = _holdings_recomputed(settings)
 
         # the prices mart is incremental: a split landed late for an earlier date re-adjusts
         # every bar of that security before it; a restated bar (and the next one removed)
@@ -512,6 +525,33 @@ def test_insider_transactions_are_recomputed_for_the_filings_that_changed_alone(
             "SELECT count(*) FROM insider_transactions WHERE document_id = ?", [new]
         ).fetchall()
     assert filed[0][0] >= 1
+
+
+def test_holdings_are_recomputed_for_the_quarters_whose_filings_changed_alone(
+    steps: Steps,
+) -> None:
+    # a forced build recomputes every filing; a sector move changes no filing's inputs (the
+    # tickers its CUSIPs are labelled with are the same); a restatement recomputes itself and
+    # the report of its manager's quarter it supersedes
+    recomputed, filings = steps.facts["holdings_after_forced"]
+    assert filings > 10 and len(recomputed) == filings
+    assert steps.facts["holdings_after_reclassified"] == ([], filings)
+    new, restated = steps.facts["form13f_restated"]
+    assert steps.outcomes["form13f_restated"].success, steps.outcomes["form13f_restated"]
+    assert steps.facts["holdings_after_form13f_restated"] == (sorted([restated, new]), filings + 1)
+    records = steps.new_records("form13f_restated", "form4_filed")
+    assert "institutional_holdings" in {r["dataset"] for r in records}
+    assert {r["dataset"] for r in records} <= {"institutional_holdings", "managers"}
+    version = steps.snapshots["form13f_restated"].versions[-1]["file_name"]
+    with open_version(steps.home / "published" / version) as con:
+        current = dict(
+            con.execute(
+                "SELECT accession, bool_and(is_current) FROM institutional_holdings "
+                "WHERE accession IN (SELECT unnest(?)) GROUP BY accession",
+                [[restated, new]],
+            ).fetchall()
+        )
+    assert current == {restated: False, new: True}
 
 
 @pytest.mark.parametrize("step", ["high_below_low", "future_date"])

@@ -5,9 +5,31 @@
 -- 2023-01-03). is_current marks the rows of the manager's current report for the quarter (the
 -- latest complete report, original or restatement, plus later new-holdings amendments); rows
 -- of a report a restatement replaced are kept, as filed, with is_current false.
+--
+-- Incremental by filing: a build recomputes the rows of the filings
+-- int_form13f_filings_fingerprinted marks is_rebuilt (new, changed or removed filings and the
+-- other filings of their manager's quarter, filings holding a CUSIP whose security's tickers
+-- changed; every filing on a first or full build); the pre-hook deletes their rows first
+-- (macros/incremental_by_prints.sql). Every row is made from its own filing's rows, its
+-- manager's filings of the quarter and the ticker periods of the securities its CUSIP names.
 
-with holdings as (
+{{ config(
+    materialized='incremental',
+    incremental_strategy='append',
+    on_schema_change='fail',
+    pre_hook="{{ delete_rebuilt_keys('int_form13f_filings_fingerprinted', 'accession') }}",
+    post_hook="{{ keep_inputs_built('int_form13f_filings_fingerprinted', 'accession') }}",
+) }}
+
+with filings_to_build as (
+    select accession
+    from {{ ref('int_form13f_filings_fingerprinted') }}
+    where is_rebuilt
+),
+
+holdings as (
     select * from {{ ref('stg_sec__form13f_holdings') }}
+    where accession in (select filings_to_build.accession from filings_to_build)
 ),
 
 filings as (
