@@ -142,6 +142,20 @@ def build_before(settings: Settings, run_id: str) -> BuiltFrom | None:
         return None
 
 
+def comparable_version(settings: Settings, run_id: str) -> tuple[str, Path] | None:
+    """The current version (label, file) when run ``run_id``'s marts can be compared with it:
+    the run started a build of its own, not forced, after a successful build made by the same
+    code and contracts, whose version is still current and on disk. None otherwise."""
+    before = build_before(settings, run_id)
+    if before is None or before.code != code_fingerprint()[0]:
+        return None
+    current = current_version_at(settings.control_plane_url)
+    if current is None or current.label != before.version:
+        return None
+    published = settings.published_dir / current.file_name
+    return (current.label, published) if published.exists() else None
+
+
 def _built_from(kept: dict[str, object]) -> BuiltFrom:
     return BuiltFrom(str(kept["fingerprint"]), str(kept["version"]), str(kept.get("code", "")))
 

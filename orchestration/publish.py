@@ -4,13 +4,17 @@ Steps, in this order, under a lock that lets one publisher through at a time, on
 (``publish_lock.py``: a PostgreSQL advisory lock, a file lock on SQLite):
 
 1. fingerprint every mart that has a contract, part by part (``published_parts.py``: a dataset
-   is one part, or its history and its recent rows), in the build warehouse;
+   is one part, or its history and its recent rows), in the build warehouse: a scan of the
+   mart, or for an incremental mart built after the current version's build, that version's
+   prints updated by the rows the build recomputed (``rebuilt_rows.py``);
 2. if the fingerprints equal the current version's, nothing changed: publish nothing (no
    version, no record, no event);
 3. otherwise write the parts no version holds yet (a part whose rows did not change is the file
    the current version reads), write ``published/.staging-<run>.duckdb`` (one view per dataset
    over its parts), diff each dataset against the current version (DuckDB, both attached: only
-   the parts that differ, row by row), and rename the staging file to
+   the parts that differ, row by row, and of an incremental mart only the rows its build
+   recomputed: the change records come from the incremental step), and rename the staging
+   file to
    ``published/<label>.duckdb`` (the immutable version);
 4. with ``FINDATA_PUBLISHED_URL`` set, upload the parts the bucket lacks, then the version file
    (``findata/published_bucket.py``; the published folder is the pipeline host's working copy,
@@ -43,7 +47,7 @@ import secrets
 import shutil
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
@@ -54,10 +58,12 @@ from findata.clock import Clock, utc_seconds_text
 from findata.contracts.datasets import DatasetContract, dataset_names, load_dataset_contract
 from findata.control_plane import schema
 from findata.control_plane.database import engine_for
+from findata.orchestration.build_inputs import comparable_version
 from findata.orchestration.publish_lock import publish_lock
 from findata.orchestration.published_parts import (
     Part,
     parts_select,
+    parts_updated_by_rebuilt_rows,
     plan_parts,
     read_parts,
     remove_database,
@@ -65,6 +71,7 @@ from findata.orchestration.published_parts import (
     write_missing_parts,
     write_version_file,
 )
+from findata.orchestration.rebuilt_rows import rebuilt_rows_condition
 from findata.published import PARTS_DIR, attach_version, current_version, read_part_files
 from findata.published_bucket import (
     PublishedBucket,
@@ -102,6 +109,8 @@ class PublishResult:
     records: int
     event_id: str | None
     datasets: dict[str, dict[str, int]]
+    #: datasets fingerprinted and diffed on the rows their incremental build recomputed alone
+    from_rebuilt_rows: list[str] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:
@@ -231,12 +240,14 @@ def dataset_records(
     *,
     has_current: bool,
     old_parts: list[Part] | None,
+    rebuilt: str | None = None,
 ) -> list[ChangeRecord]:
     """The change records of one dataset between the version attached as ``new`` (its
     ``parts``) and, when ``has_current``, the current one attached as ``old`` (``old_parts``:
     its parts; None if it holds whole tables). Only the parts that differ are compared row by
-    row when both versions split the dataset alike; a dataset with the fingerprint it had
-    gives none."""
+    row when both versions split the dataset alike, and of them only the rows ``rebuilt``
+    selects when given (the rows the incremental build recomputed: every other row is the
+    same in both, ``rebuilt_rows.py``); a dataset with the fingerprint it had gives none."""
     name = contract.name
     new = f'"new".main."{name}"'
     if not has_current:
@@ -255,11 +266,12 @@ def dataset_records(
     if [(p.name, p.since) for p in olds] != [(p.name, p.since) for p in parts]:
         return diff_dataset(con, contract, new, old)
     changed = [(n, o) for n, o in zip(parts, olds, strict=True) if n.file != o.file]
+    where = "" if rebuilt is None else f" WHERE {rebuilt}"
     return diff_dataset(
         con,
         contract,
-        f"({parts_select(contract, [n for n, _ in changed])})",
-        f"({parts_select(contract, [o for _, o in changed])})",
+        f"({parts_select(contract, [n for n, _ in changed])}{where})",
+        f"({parts_select(contract, [o for _, o in changed])}{where})",
     )
 
 
@@ -405,7 +417,15 @@ def publish(
             _current_in_both(bucket, published, current.file_name)
         written: list[Path] = []
         with _removed_on_failure(staging, written), _publishing_connection(settings) as con:
-            parts = {c.name: plan_parts(con, c, _mart(c)) for c in contracts}
+            old_parts = None
+            if current is not None:
+                attach_version(con, published / current.file_name, "old")
+                old_parts = read_parts(con, "old")
+            rebuilt = _rebuilt_rows(con, contracts, settings, run_id, old_parts)
+            planned = {c.name: _planned_parts(con, c, old_parts, rebuilt) for c in contracts}
+            parts = {name: found for name, (found, _) in planned.items()}
+            # a mart fingerprinted by a scan is diffed by its parts whole
+            rebuilt = {name: rebuilt[name] for name, (_, updated) in planned.items() if updated}
             digest = content_hash({c.name: table_print(c, parts[c.name]) for c in contracts})
             if current is not None and current.content_hash == digest:
                 return PublishResult(None, None, 0, None, {})
@@ -418,10 +438,6 @@ def publish(
                 staging, published, contracts, [p for c in contracts for p in parts[c.name]]
             )
             attach_version(con, staging, "new")
-            old_parts = None
-            if current is not None:
-                attach_version(con, published / current.file_name, "old")
-                old_parts = read_parts(con, "old")
             records = [
                 record
                 for contract in contracts
@@ -431,6 +447,7 @@ def publish(
                     parts[contract.name],
                     has_current=current is not None,
                     old_parts=old_parts,
+                    rebuilt=rebuilt.get(contract.name),
                 )
             ]
             through = data_through(con, contracts, "new")
@@ -489,12 +506,47 @@ def publish(
             for d in (payload or {}).get("datasets", [])
         }
         return PublishResult(
-            label, version_id, len(records), event_id if payload else None, summary
+            label, version_id, len(records), event_id if payload else None, summary, sorted(rebuilt)
         )
 
 
 def _mart(contract: DatasetContract) -> str:
     return f'build.marts."{contract.name}"'
+
+
+def _rebuilt_rows(
+    con: duckdb.DuckDBPyConnection,
+    contracts: list[DatasetContract],
+    settings: Settings,
+    run_id: str,
+    old_parts: list[Part] | None,
+) -> dict[str, str]:
+    """Per incremental mart, the rows run ``run_id``'s build recomputed (``rebuilt_rows.py``),
+    when every other row is the current version's: the run built after the build that made
+    the current version (attached as ``old``, with parts), by the same code. Else none."""
+    if old_parts is None or comparable_version(settings, run_id) is None:
+        return {}
+    conditions = {c.name: rebuilt_rows_condition(con, "build", "marts", c.name) for c in contracts}
+    return {name: condition for name, condition in conditions.items() if condition is not None}
+
+
+def _planned_parts(
+    con: duckdb.DuckDBPyConnection,
+    contract: DatasetContract,
+    old_parts: list[Part] | None,
+    rebuilt: dict[str, str],
+) -> tuple[list[Part], bool]:
+    """The new version's parts of the dataset: from the current version's prints and the rows
+    the build recomputed when the mart says which (True), else from a scan of the mart."""
+    if contract.name in rebuilt and old_parts is not None:
+        served = [p for p in old_parts if p.dataset == contract.name]
+        served_rows = f'"old".main."{contract.name}"'
+        updated = parts_updated_by_rebuilt_rows(
+            con, contract, _mart(contract), served, served_rows, rebuilt[contract.name]
+        )
+        if updated is not None:
+            return updated, True
+    return plan_parts(con, contract, _mart(contract)), False
 
 
 @contextlib.contextmanager

@@ -7,6 +7,11 @@ XOR and the sum of their hashes) and stored in a file named for that fingerprint
 contract's columns, so a part whose rows did not change is the file the current version
 already reads: a refresh that adds a day writes the recent prices again, not twenty years of
 them. The layout on disk is described in ``findata/published.py``.
+
+A version keeps each part's print (``digest`` and ``digest_sum`` in its parts table), so the
+next build of an incremental mart is fingerprinted from those prints and the rows it recomputed
+(``parts_updated_by_rebuilt_rows``): the count and the sum of the hashes less the rows removed
+plus the rows added, the XOR of both; a day's bars, not the year's.
 """
 
 from __future__ import annotations
@@ -42,6 +47,9 @@ class Part:
     rows: int
     digest: int | None  # XOR of the rows' hashes; None without rows
     file: str  # relative to the published folder
+    #: the sum of the rows' hashes; None without rows, and in a version written before it was
+    #: kept (the file's name is made from it)
+    total: int | None = None
 
 
 def parts_select(contract: DatasetContract, parts: list[Part]) -> str:
@@ -78,12 +86,18 @@ def plan_parts(
 ) -> list[Part]:
     """The parts of the dataset whose rows are the contract's columns of ``source`` (a table,
     as SQL), each with its fingerprint and file name: one scan of the table."""
+    return _fingerprinted_parts(con, contract, source, _split_date(con, contract, source))
+
+
+def _split_date(
+    con: duckdb.DuckDBPyConnection, contract: DatasetContract, source: str
+) -> dt.date | None:
+    """Where ``source``'s recent part starts: January 1 of its latest year (None: one part)."""
     column = contract.storage.recent_year_of
-    since = None
-    if column is not None:
-        ((latest,),) = con.execute(f'SELECT max("{column}") FROM {source}').fetchall()
-        since = None if latest is None else dt.date(latest.year, 1, 1)
-    return _fingerprinted_parts(con, contract, source, since)
+    if column is None:
+        return None
+    ((latest,),) = con.execute(f'SELECT max("{column}") FROM {source}').fetchall()
+    return None if latest is None else dt.date(latest.year, 1, 1)
 
 
 def unchanged_parts(
@@ -96,6 +110,42 @@ def unchanged_parts(
     return [p for p in served if files.get(p.name) == p.file]
 
 
+def parts_updated_by_rebuilt_rows(
+    con: duckdb.DuckDBPyConnection,
+    contract: DatasetContract,
+    source: str,
+    served: list[Part],
+    served_source: str,
+    rebuilt: str,
+) -> list[Part] | None:
+    """The parts of ``source`` (a mart, as SQL) found from the ``served`` parts of the version
+    it was built after (``served_source``: that version's rows of the dataset, as SQL) and the
+    rows the condition ``rebuilt`` selects on both sides: each part's print is the served one,
+    less its rows rebuilt, plus the mart's rows rebuilt (counts and sums add, XORs cancel). It
+    reads the rebuilt rows, not the whole mart, and is exact when every other row is the same
+    on both sides (``rebuilt_rows.py``). None when it cannot: a served part without its sum (a
+    version written before it was kept), or a split between history and recent that moved."""
+    if not served or any(p.rows and p.total is None for p in served):
+        return None
+    since = served[0].since if served else None
+    if _split_date(con, contract, source) != since:
+        return None
+    removed = _part_prints(con, contract, served_source, since, rebuilt)
+    added = _part_prints(con, contract, source, since, rebuilt)
+    parts = []
+    for part in served:
+        out_rows, out_digest, out_total = removed.get(part.name, (0, 0, 0))
+        in_rows, in_digest, in_total = added.get(part.name, (0, 0, 0))
+        rows = part.rows - out_rows + in_rows
+        digest = total = None
+        if rows:
+            digest = (part.digest or 0) ^ (out_digest or 0) ^ (in_digest or 0)
+            total = (part.total or 0) - (out_total or 0) + (in_total or 0)
+        file = _file(contract, part.name, rows, digest, total)
+        parts.append(Part(contract.name, part.name, since, rows, digest, file, total))
+    return parts
+
+
 def part_predicate(contract: DatasetContract, part: Part) -> str:
     """The rows of ``part``, as a SQL condition on the dataset's columns."""
     return _predicate(contract, part.name, part.since)
@@ -105,27 +155,36 @@ def _fingerprinted_parts(
     con: duckdb.DuckDBPyConnection, contract: DatasetContract, source: str, since: dt.date | None
 ) -> list[Part]:
     names = ["all"] if since is None else ["history", "recent"]
+    found = _part_prints(con, contract, source, since)
+    parts = []
+    for name in names:
+        rows, digest, total = found.get(name, (0, None, None))
+        file = _file(contract, name, rows, digest, total)
+        parts.append(Part(contract.name, name, since, rows, digest, file, total))
+    return parts
+
+
+def _part_prints(
+    con: duckdb.DuckDBPyConnection,
+    contract: DatasetContract,
+    source: str,
+    since: dt.date | None,
+    where: str = "true",
+) -> dict[str, tuple[int, int | None, int | None]]:
+    """Per part of ``source``'s rows that ``where`` selects: their count, and the XOR and the
+    sum of their hashes (parts without such rows left out)."""
     part = (
         "'all'"
         if since is None
         else (f"CASE WHEN {_predicate(contract, 'recent', since)} THEN 'recent' ELSE 'history' END")
     )
-    found = {
+    return {
         name: (rows, digest, total)
         for name, rows, digest, total in con.execute(
             f"SELECT {part} AS part, count(*), bit_xor(hash(t)), sum(hash(t)::HUGEINT) FROM "
-            f"(SELECT {_quoted(contract.column_names)} FROM {source}) t GROUP BY 1"
+            f"(SELECT {_quoted(contract.column_names)} FROM {source} WHERE {where}) t GROUP BY 1"
         ).fetchall()
     }
-    parts = []
-    for name in names:
-        rows, digest, total = found.get(name, (0, None, None))
-        parts.append(
-            Part(
-                contract.name, name, since, rows, digest, _file(contract, name, rows, digest, total)
-            )
-        )
-    return parts
 
 
 def table_print(contract: DatasetContract, parts: list[Part]) -> str:
@@ -182,11 +241,11 @@ def write_version_file(
         search_published(con, published)  # the views are bound (their parts read) when created
         con.execute(
             f"CREATE TABLE {PARTS_TABLE} (dataset VARCHAR, part VARCHAR, since DATE, "
-            "row_count BIGINT, digest UBIGINT, file VARCHAR)"
+            "row_count BIGINT, digest UBIGINT, file VARCHAR, digest_sum HUGEINT)"
         )
         con.executemany(
-            f"INSERT INTO {PARTS_TABLE} VALUES (?, ?, ?, ?, ?, ?)",
-            [[p.dataset, p.name, p.since, p.rows, p.digest, p.file] for p in parts],
+            f"INSERT INTO {PARTS_TABLE} VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [[p.dataset, p.name, p.since, p.rows, p.digest, p.file, p.total] for p in parts],
         )
         for contract in contracts:
             mine = [p for p in parts if p.dataset == contract.name]
@@ -199,8 +258,14 @@ def read_parts(con: duckdb.DuckDBPyConnection, catalog: str) -> list[Part] | Non
     tables itself (written before parts existed)."""
     if not holds_parts_table(con, catalog):
         return None
+    ((kept_sums,),) = con.execute(
+        "SELECT count(*) FROM information_schema.columns WHERE table_catalog = ? "
+        "AND table_name = ? AND column_name = 'digest_sum'",
+        [catalog, PARTS_TABLE],
+    ).fetchall()
+    total = "digest_sum" if kept_sums else "NULL"  # a version written before sums were kept
     rows = con.execute(
-        f'SELECT dataset, part, since, row_count, digest, file FROM "{catalog}".main.'
+        f'SELECT dataset, part, since, row_count, digest, file, {total} FROM "{catalog}".main.'
         f"{PARTS_TABLE} ORDER BY dataset, part"
     ).fetchall()
     return [Part(*row) for row in rows]

@@ -29,6 +29,10 @@ class RefreshOutcome:
     unchanged_marts: list[str] = field(default_factory=list)
     #: marts checked on the rows they changed alone: how many rows each check read
     changed_rows_checked: dict[str, int] = field(default_factory=dict)
+    #: marts checked on the rows their incremental build recomputed alone
+    checked_from_rebuilt_rows: list[str] = field(default_factory=list)
+    #: datasets fingerprinted and diffed on those rows alone when published
+    published_from_rebuilt_rows: list[str] = field(default_factory=list)
 
 
 def run_refresh(
@@ -74,7 +78,7 @@ def run_refresh(
             raise_on_error=False,
             run_config={"ops": {"build_inputs": {"config": {"force": force}}}},
         )
-        version, records, unchanged_since = None, 0, None
+        version, records, unchanged_since, published_from_rebuilt = None, 0, None, []
         for event in result.all_events:
             if event.event_type_value == "ASSET_OBSERVATION":
                 observation = event.event_specific_data.asset_observation
@@ -88,6 +92,7 @@ def run_refresh(
                 version = str(metadata["version"])
             if materialization.asset_key == CHANGE_RECORDS:
                 records = int(metadata.get("records", 0))
+                published_from_rebuilt = list(metadata.get("from_rebuilt_rows") or [])
         evaluations = [
             e.asset_check_evaluation_data
             for e in result.all_events
@@ -101,6 +106,9 @@ def run_refresh(
             for c in evaluations
             if "changed_rows" in c.metadata
         }
+        checked_from_rebuilt = sorted(
+            c.asset_key.path[-1] for c in evaluations if "from_rebuilt_rows" in c.metadata
+        )
         failed = [
             f"{c.asset_key.to_user_string()}:{c.check_name}" for c in evaluations if not c.passed
         ]
@@ -113,4 +121,6 @@ def run_refresh(
             unchanged_since,
             unchanged_marts,
             changed_rows_checked,
+            checked_from_rebuilt,
+            published_from_rebuilt,
         )

@@ -5,8 +5,9 @@ import duckdb
 
 from findata.clock import get_clock, utc_today
 from findata.contracts.datasets import DatasetContract
+from findata.orchestration.build_inputs import comparable_version
 from findata.orchestration.checks.results import ContractCheckResult
-from findata.orchestration.checks.unchanged import comparable_version, compare_with_version
+from findata.orchestration.checks.unchanged import VersionComparison, compare_with_version
 from findata.orchestration.checks.warehouse import check_mart
 from findata.orchestration.publish import contracts_published
 from findata.published import current_version_at
@@ -30,6 +31,11 @@ def _changed_rows_checked(result: ContractCheckResult) -> dict[str, object]:
         return {}
     checked = result.validation["meta"]["contract_check"]
     return {"changed_rows": checked["changed_rows"], "compared_with": checked["compared_with"]}
+
+
+def _from_rebuilt_rows(result: ContractCheckResult, comparison: VersionComparison | None) -> bool:
+    """The check compared the rows the mart's incremental build recomputed alone."""
+    return result.method == "changed" and comparison is not None and comparison.from_rebuilt_rows
 
 
 def _contract_check(contract: DatasetContract) -> dg.AssetChecksDefinition:
@@ -68,6 +74,7 @@ def _contract_check(contract: DatasetContract) -> dg.AssetChecksDefinition:
                 "rows": result.row_count,
                 "method": result.method,
                 **_changed_rows_checked(result),
+                **({"from_rebuilt_rows": True} if _from_rebuilt_rows(result, comparison) else {}),
                 "failures": dg.MetadataValue.json(
                     [
                         {

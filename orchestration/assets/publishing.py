@@ -108,7 +108,11 @@ def publish_version(context: dg.AssetExecutionContext) -> Iterator[dg.Materializ
     )
     yield dg.MaterializeResult(
         asset_key=CHANGE_RECORDS,
-        metadata={"records": result.records, "datasets": dg.MetadataValue.json(result.datasets)},
+        metadata={
+            "records": result.records,
+            "datasets": dg.MetadataValue.json(result.datasets),
+            "from_rebuilt_rows": dg.MetadataValue.json(result.from_rebuilt_rows),
+        },
     )
     yield dg.MaterializeResult(
         asset_key=DATA_CHANGED_EVENT, metadata={"event_id": result.event_id or "(none)"}

@@ -1,7 +1,7 @@
 """Checking what a build changed: the row rules on the changed rows, the table rules whole.
 
 A refresh that rebuilt a mart from a few new bars compares it with the current published version
-(``unchanged.comparable_version``: built by the same code and contracts, from the build before
+(``build_inputs.comparable_version``: built by the same code and contracts, from the build before
 this one). The rows it does not hold are the changed rows. The contract is checked as:
 
 - every rule about one row (column list, types, nulls, order, signs, allowed values, dates) on

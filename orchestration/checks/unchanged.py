@@ -7,7 +7,9 @@ run started a build of its own, not forced, after a successful build; the code a
 are those of that build (``build_inputs.py``); that build's version is still current and its
 file is on disk; and the mart's rows (the contract's columns) have the fingerprints of the
 version's parts of the dataset. One scan of the mart fingerprints it part by part
-(``compare_with_version``): the same scan tells a changed mart's check which parts to compare
+(``compare_with_version``); an incremental mart that keeps which rows its build recomputed
+(``rebuilt_rows.py``) is fingerprinted from the version's prints and those rows alone. The same
+prints tell a changed mart's check which parts, and which rows of them, to compare
 (``changed_rows.py``). Anything else runs the whole check. ``findata contracts check`` always
 checks every row of every mart.
 
@@ -24,25 +26,15 @@ from pathlib import Path
 import duckdb
 
 from findata.contracts.datasets import DatasetContract
-from findata.orchestration.build_inputs import build_before, code_fingerprint
 from findata.orchestration.publish import table_fingerprint
-from findata.orchestration.published_parts import part_predicate, read_parts, unchanged_parts
-from findata.published import current_catalog, current_version_at, open_version
-from findata.settings import Settings
-
-
-def comparable_version(settings: Settings, run_id: str) -> tuple[str, Path] | None:
-    """The current version (label, file) when run ``run_id``'s marts can be compared with it:
-    the run started a build of its own, not forced, after a successful build made by the same
-    code and contracts, whose version is still current and on disk. None otherwise."""
-    before = build_before(settings, run_id)
-    if before is None or before.code != code_fingerprint()[0]:
-        return None
-    current = current_version_at(settings.control_plane_url)
-    if current is None or current.label != before.version:
-        return None
-    published = settings.published_dir / current.file_name
-    return (current.label, published) if published.exists() else None
+from findata.orchestration.published_parts import (
+    part_predicate,
+    parts_updated_by_rebuilt_rows,
+    read_parts,
+    unchanged_parts,
+)
+from findata.orchestration.rebuilt_rows import rebuilt_rows_condition
+from findata.published import attach_version, current_catalog, detach_version, open_version
 
 
 @dataclass(frozen=True)
@@ -52,9 +44,14 @@ class VersionComparison:
     label: str
     file: Path
     #: the rows to compare, as a SQL condition on the dataset's columns: those of the version's
-    #: parts the mart does not hold exactly (a new day: this year's prices); "true" for every
-    #: row (a version without parts, whose table differs), "false" for none
+    #: parts the mart does not hold exactly (a new day: this year's prices), and of those the
+    #: rows this run's build recomputed when the mart says which (``rebuilt_rows.py``: the new
+    #: day's bars); "true" for every row (a version without parts, whose table differs),
+    #: "false" for none
     scope: str
+    #: fingerprinted from the version's prints and the rows this run's build recomputed, and
+    #: ``scope`` narrowed to those rows (``rebuilt_rows.py``)
+    from_rebuilt_rows: bool = False
 
     @property
     def unchanged(self) -> bool:
@@ -72,8 +69,9 @@ def compare_with_version(
     comparable: tuple[str, Path] | None,
 ) -> VersionComparison | None:
     """Mart ``<schema>.<contract.name>`` in ``warehouse`` compared with the ``comparable``
-    version (``comparable_version``), part by part, in one scan of the mart; None without a
-    comparable version (then every row must be checked)."""
+    version (``comparable_version``), part by part: from the rows this run's build recomputed
+    when the mart keeps which (``rebuilt_rows.py``), else in one scan of the mart; None without
+    a comparable version (then every row must be checked)."""
     if comparable is None:
         return None
     label, published = comparable
@@ -85,6 +83,23 @@ def compare_with_version(
         return VersionComparison(label, published, _NONE if same else _ALL)
     mine = [p for p in parts if p.dataset == contract.name]
     mart = f'"{schema}"."{contract.name}"'
-    same_parts = {p.name for p in unchanged_parts(warehouse, contract, mart, mine)}
+    rebuilt = rebuilt_rows_condition(warehouse, current_catalog(warehouse), schema, contract.name)
+    updated = None
+    if rebuilt is not None:
+        attach_version(warehouse, published, "served")
+        try:
+            served_rows = f'"served".main."{contract.name}"'
+            updated = parts_updated_by_rebuilt_rows(
+                warehouse, contract, mart, mine, served_rows, rebuilt
+            )
+        finally:
+            detach_version(warehouse, "served")
+    if updated is None:
+        same_parts = {p.name for p in unchanged_parts(warehouse, contract, mart, mine)}
+    else:
+        same_parts = {p.name for p, new in zip(mine, updated, strict=True) if p.file == new.file}
     differing = [f"({part_predicate(contract, p)})" for p in mine if p.name not in same_parts]
-    return VersionComparison(label, published, " OR ".join(differing) or _NONE)
+    scope = " OR ".join(differing) or _NONE
+    if rebuilt is not None and scope != _NONE:
+        scope = f"({scope}) AND ({rebuilt})"
+    return VersionComparison(label, published, scope, updated is not None)

@@ -451,6 +451,32 @@ def test_a_mart_that_changed_is_checked_on_the_rows_it_changed(steps: Steps) -> 
     assert steps.outcomes["bar_restated"].changed_rows_checked == {}
 
 
+def test_incremental_marts_are_fingerprinted_checked_and_diffed_on_their_rebuilt_rows(
+    steps: Steps,
+) -> None:
+    """After a build that made the current version, an incremental mart's check and publish
+    read the rows its build recomputed (kept as <mart>__rebuilt), not the whole mart: the
+    day's bars; the filings a Form 4, a 13F or a restating 10-K/A recomputed. A forced build,
+    and the one after a killed run, scan every mart. The records they give are the exact ones
+    (the tests above; the published rows equal a full rebuild's)."""
+    one_day = steps.outcomes["one_day"]
+    assert one_day.checked_from_rebuilt_rows == ["prices"]
+    assert one_day.published_from_rebuilt_rows == ["prices"]
+    for step, mart in [
+        ("restated", "fundamentals"),
+        ("form4_filed", "insider_transactions"),
+        ("form13f_restated", "institutional_holdings"),
+        ("split_added", "prices"),
+    ]:
+        outcome = steps.outcomes[step]
+        assert mart in outcome.checked_from_rebuilt_rows, (step, outcome)
+        assert mart in outcome.published_from_rebuilt_rows, (step, outcome)
+    for step in ("forced", "bar_restated"):
+        outcome = steps.outcomes[step]
+        assert outcome.checked_from_rebuilt_rows == [], (step, outcome)
+        assert outcome.published_from_rebuilt_rows == [], (step, outcome)
+
+
 def test_one_more_trading_day_changes_exactly_the_securities_that_gained_a_row(
     steps: Steps,
 ) -> None:

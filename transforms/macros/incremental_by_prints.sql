@@ -62,13 +62,14 @@ from inputs
 {% endmacro %}
 
 
-{#- The mart's pre-hook: delete the rows of the keys `fingerprinted` marks rebuilt. -#}
+{#- The mart's pre-hook: keep the keys `fingerprinted` marks rebuilt as `<mart>__rebuilt`
+    (beside the mart: the rows this build recomputes, macros/rebuilt_rows.sql), and delete
+    their rows. -#}
 {% macro delete_rebuilt_keys(fingerprinted, key) %}
+{{ keep_rebuilt_rows("select " ~ key ~ " from " ~ ref(fingerprinted) ~ " where is_rebuilt") }}
 {% if is_incremental() %}
 delete from {{ this }}
-where {{ key }} in (
-    select {{ key }} from {{ ref(fingerprinted) }} where is_rebuilt
-)
+where {{ key }} in (select {{ key }} from {{ rebuilt_rows_relation() }})
 {% endif %}
 {% endmacro %}
 

@@ -3,7 +3,8 @@
     security, the first date whose labelled bar (int_prices_labelled) differs from the table's
     row of the same security and date (a bar added, removed or changed; the first bar when a
     split ratio differs), kept in the temp table prices_rebuild_scope; then the table's bars
-    from that date on are deleted. Nothing on a first or full build.
+    from that date on are deleted. The scope is kept as prices__rebuilt (macros/rebuilt_rows.sql).
+    Nothing on a first or full build.
 
     Only the years whose inputs changed are compared: the fingerprints of each security's
     inputs per year (int_price_inputs_fingerprinted) against those the table was last built
@@ -15,6 +16,9 @@
     years of them.
 #}
 {% macro prices_delete_rebuild_scope() %}
+{{ keep_rebuilt_rows(
+    "select entity_id, rebuild_from as date__from from prices_rebuild_scope"
+) }}
 {% if is_incremental() %}
 {%- set compared = [
     'ticker', 'entity_name', 'gics_sector', 'open', 'high', 'low', 'close', 'volume',
