@@ -14,8 +14,7 @@ Steps, in this order, under a lock that lets one publisher through at a time, on
    over its parts), diff each dataset against the current version (DuckDB, both attached: only
    the parts that differ, row by row, and of an incremental mart only the rows its build
    recomputed: the change records come from the incremental step), and rename the staging
-   file to
-   ``published/<label>.duckdb`` (the immutable version);
+   file to ``published/<label>.duckdb`` (the immutable version);
 4. with ``FINDATA_PUBLISHED_URL`` set, upload the parts the bucket lacks, then the version file
    (``findata/published_bucket.py``; the published folder is the pipeline host's working copy,
    the current version fetched into it first if it lacks it);
