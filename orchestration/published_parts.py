@@ -127,7 +127,7 @@ def parts_updated_by_rebuilt_rows(
     version written before it was kept), or a split between history and recent that moved."""
     if not served or any(p.rows and p.total is None for p in served):
         return None
-    since = served[0].since if served else None
+    since = served[0].since
     if _split_date(con, contract, source) != since:
         return None
     removed = _part_prints(con, contract, served_source, since, rebuilt)
