@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import numpy as np
 import pandas as pd
 
 from findata.orchestration.landing import LANDING_SOURCES, LandingSource, concat_frames, unit_key
@@ -202,13 +203,13 @@ def _parse_into(
     is concatenated as one frame, so its columns and dtypes unify as pandas does). The temp
     tables of each raw table are returned."""
     source = LANDING_SOURCES[name]
-    pending: dict[str, list[pd.DataFrame]] = {table: [] for table in source.tables}
+    pending: dict[str, list[tuple[str, pd.DataFrame]]] = {table: [] for table in source.tables}
     counted = dict.fromkeys(source.tables, 0)
     made: dict[str, list[str]] = {table: [] for table in source.tables}
 
     def flush(table: str) -> None:
         batch = f"fresh_{table}_{len(made[table])}"
-        con.register("batch_rows", concat_frames(pending[table]))
+        con.register("batch_rows", _tagged_batch(pending[table]))
         con.execute(f'CREATE TEMP TABLE "{batch}" AS SELECT * FROM batch_rows')
         con.unregister("batch_rows")
         made[table].append(batch)
@@ -217,7 +218,7 @@ def _parse_into(
     to_parse = [(key, unit) for key, unit in units.items() if key not in known]
     for key, tables in read_units(name, to_parse, workers):
         for table, frame in tables.items():
-            pending[table].append(frame.assign(**{_UNIT: key, _POSITION: range(len(frame))}))
+            pending[table].append((key, frame))
             counted[table] += len(frame)
             if counted[table] >= batch_rows:
                 flush(table)
@@ -226,6 +227,19 @@ def _parse_into(
         if counted[table] or (pending[table] and not made[table]):
             flush(table)
     return made
+
+
+def _tagged_batch(frames: list[tuple[str, pd.DataFrame]]) -> pd.DataFrame:
+    """The units' frames one after the other, each row tagged with its unit's key and its
+    position in the unit (tagged once per batch: a copy of each unit's frame to tag it was most
+    of the time a batch of Form 4s took, beyond parsing them)."""
+    batch = concat_frames([frame for _, frame in frames])
+    lengths = [len(frame) for _, frame in frames]
+    starts = np.repeat(np.cumsum([0, *lengths])[:-1], lengths)
+    keys = np.array([key for key, _ in frames], dtype=object)
+    batch[_UNIT] = pd.Series(np.repeat(keys, lengths), dtype="str", index=batch.index)
+    batch[_POSITION] = np.arange(len(batch), dtype="int64") - starts
+    return batch
 
 
 def _typed(columns: list[list[str]]) -> str:
