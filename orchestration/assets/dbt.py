@@ -10,12 +10,17 @@ from pathlib import Path
 from typing import Any
 
 import dagster as dg
-from dagster_dbt import DagsterDbtTranslator, DbtCliResource, DbtProject, dbt_assets
-from dagster_dbt.asset_utils import get_asset_check_key_for_test
 from packaging import version
 
 from findata.orchestration.assets.raw import raw_asset_key
 from findata.orchestration.checks.gx_runtime import import_gx
+from findata.orchestration.dagster_dbt_lean import (
+    DagsterDbtTranslator,
+    DbtCliResource,
+    DbtProject,
+    dbt_assets,
+    get_asset_check_key_for_test,
+)
 from findata.orchestration.dbt_manifest import (
     DBT_EXECUTABLE,
     TRANSFORMS,
