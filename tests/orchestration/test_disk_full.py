@@ -21,7 +21,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import dagster as dg
 import pytest
 import sqlalchemy as sa
 from conftest import PublishedDemo
@@ -33,6 +32,7 @@ from findata.orchestration.refresh import run_refresh
 from findata.published import current_version
 from findata.settings import Settings, get_settings
 from tests.api.server import serve, start_clock
+from tests.orchestration.dagster_runs import step_errors
 from tests.orchestration.landing_edits import add_price_day, next_session
 
 # checked before the demo fixture is built, which takes minutes
@@ -81,17 +81,6 @@ def _control_plane(settings: Settings) -> dict[str, Any]:
 def _without_limit(body: dict[str, Any]) -> dict[str, Any]:
     """A response body without the page limit its query asked for."""
     return {**body, "meta": {k: v for k, v in body["meta"].items() if k != "limit"}}
-
-
-def _step_errors(run_id: str) -> dict[str, str]:
-    """The failed steps of a Dagster run (the instance at DAGSTER_HOME) and their errors, with
-    their causes."""
-    with dg.DagsterInstance.get() as instance:
-        failures = instance.all_logs(run_id, of_type=dg.DagsterEventType.STEP_FAILURE)
-    return {
-        str(entry.step_key): entry.dagster_event.step_failure_data.error.to_string()
-        for entry in failures
-    }
 
 
 def _listing(published: Path) -> list[str]:
@@ -153,7 +142,7 @@ def test_a_full_disk_fails_the_publish_cleanly_and_the_current_version_stays_ser
             failed = run_refresh(settings)
 
             assert not failed.success and failed.version is None
-            errors = _step_errors(failed.run_id)
+            errors = step_errors(failed.run_id)
             assert list(errors) == ["publish"], errors
             assert "No space left on device" in errors["publish"], errors["publish"]
             # nothing left behind (staging file, .wal, .tmp) and the space given back

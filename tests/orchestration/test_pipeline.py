@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import psutil
 import pytest
 import sqlalchemy as sa
 from conftest import PublishedDemo
@@ -25,6 +26,8 @@ from conftest import PublishedDemo
 from findata.contracts.datasets import dataset_names
 from findata.control_plane import schema
 from findata.control_plane.database import engine_for
+from findata.orchestration import warm_dbt
+from findata.orchestration.assets import dbt as dbt_assets_module
 from findata.orchestration.build_inputs import last_built
 from findata.orchestration.publish import FAULT_AFTER_VERSION_FILE, FAULT_ENV
 from findata.orchestration.published_diff import published_differences
@@ -32,6 +35,7 @@ from findata.orchestration.readers.security_master import read_security_master
 from findata.orchestration.refresh import RefreshOutcome, run_refresh
 from findata.published import attach_version, current_version_at, open_version, version_part_files
 from findata.settings import Settings, get_settings
+from tests.orchestration.dagster_runs import step_errors
 from tests.orchestration.landing_edits import (
     add_price_day,
     add_split_mid_history,
@@ -152,6 +156,34 @@ def _kill_refresh_when_dbt_logs(settings: Settings, marker: bytes) -> bool:
     return False
 
 
+def _failing_after_one(unchanged_marts: Any) -> Any:
+    """``_unchanged_marts`` that fails after its first output."""
+
+    def failing(*args: Any, **kwargs: Any) -> Any:
+        marts = unchanged_marts(*args, **kwargs)
+        yield next(marts)
+        raise RuntimeError(UNCHANGED_MARTS_FAILED)
+
+    return failing
+
+
+UNCHANGED_MARTS_FAILED = "the marts left as built failed to load (test)"
+
+
+def _dbt_commands_running() -> list[str]:
+    """The dbt commands still running under this process: ``findata-dbt`` clients, and the
+    children of this process's warm dbt server that run their commands."""
+    running = [
+        " ".join(p.cmdline()[:3])
+        for p in psutil.Process().children(recursive=True)
+        if any("findata-dbt" in part for part in p.cmdline())
+    ]
+    server = warm_dbt._server
+    if server is not None and server.poll() is None:
+        running += [f"server child {c.pid}" for c in psutil.Process(server.pid).children()]
+    return running
+
+
 @pytest.fixture(scope="module")
 def steps(two_week_old_demo: PublishedDemo, tmp_path_factory: pytest.TempPathFactory) -> Steps:
     # a copy of the demo that ends two weeks ago, so that the trading days the steps add are not
@@ -239,7 +271,20 @@ def steps(two_week_old_demo: PublishedDemo, tmp_path_factory: pytest.TempPathFac
             restated_entity=restated_entity,
             restated_days=restate_bar_and_remove_the_next(landing, restated_entity),
         )
-        # first killed (SIGKILL to its process group) while dbt rebuilds the prices mart
+        # first a run whose dbt step fails after dbt started, before it reads dbt's output (as
+        # it yields the marts left as built): dbt is stopped with it, nothing is published
+        with pytest.MonkeyPatch.context() as failing:
+            failing.setattr(
+                dbt_assets_module,
+                "_unchanged_marts",
+                _failing_after_one(dbt_assets_module._unchanged_marts),
+            )
+            step("failed_before_dbt_output")
+        result.facts["dbt_left_running"] = _dbt_commands_running()
+        result.facts["failed_step_errors"] = step_errors(
+            str(result.outcomes["failed_before_dbt_output"].run_id)
+        )
+        # then killed (SIGKILL to its process group) while dbt rebuilds the prices mart
         # incrementally, just as its pre-hook deletes the bars to rebuild; then run again
         result.facts["killed_in_dbt"] = _kill_refresh_when_dbt_logs(
             settings, b"using prices_rebuild_scope"
@@ -616,6 +661,24 @@ def test_a_refresh_killed_in_the_incremental_dbt_step_leaves_the_version_and_rer
         for r in steps.new_records("bar_restated", "killed_in_dbt")
         if r["dataset"] == "prices"
     ] == [steps.facts["restated_entity"]]
+
+
+def test_a_dbt_step_failing_before_it_reads_dbt_stops_dbt_and_publishes_nothing(
+    steps: Steps,
+) -> None:
+    """dbt starts before the step yields the marts left as built: a failure there interrupts
+    dbt (no dbt command is left running) and publishes nothing; the refreshes after it build
+    the change (the killed one's test above)."""
+    outcome = steps.outcomes["failed_before_dbt_output"]
+    assert not outcome.success and outcome.version is None
+    assert UNCHANGED_MARTS_FAILED in steps.facts["failed_step_errors"]["dbt_models"]
+    assert steps.facts["dbt_left_running"] == []
+    before, failed = steps.snapshots["split_added"], steps.snapshots["failed_before_dbt_output"]
+    assert (failed.versions, failed.records, failed.events) == (
+        before.versions,
+        before.records,
+        before.events,
+    )
 
 
 def test_a_crash_before_the_commit_then_a_rerun_publishes_exactly_once(steps: Steps) -> None:
