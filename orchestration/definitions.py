@@ -6,7 +6,7 @@ from findata.orchestration.assets.build_inputs import build_inputs_gate
 from findata.orchestration.assets.checks import contract_checks
 from findata.orchestration.assets.dbt import dbt_models, dbt_resource
 from findata.orchestration.assets.publishing import REFRESH_CRON, publish_version
-from findata.orchestration.assets.raw import raw_assets
+from findata.orchestration.assets.raw import raw_tables
 from findata.orchestration.sensors import build_landing_sensor
 
 refresh_job = dg.define_asset_job(
@@ -14,7 +14,7 @@ refresh_job = dg.define_asset_job(
 )
 
 defs = dg.Definitions(
-    assets=[build_inputs_gate, *raw_assets, dbt_models, publish_version],
+    assets=[build_inputs_gate, raw_tables, dbt_models, publish_version],
     asset_checks=contract_checks,
     jobs=[refresh_job],
     schedules=[
