@@ -106,6 +106,13 @@ def start_parse(settings: Settings) -> None:
     _started[target] = StartedParse(process, target, digest)
 
 
+def parse_under_way(settings: Settings) -> bool:
+    """A parse :func:`start_parse` started into ``settings``' manifest folder is still running
+    (the definitions will wait for it)."""
+    started = _started.get(manifest_dir(settings))
+    return started is not None and started.process.poll() is None
+
+
 def finish_started_parse(target: Path) -> bool:
     """Wait for the parse :func:`start_parse` started into ``target``, if any; True when it
     made a current manifest there (False: none was started, or it failed and the caller

@@ -17,6 +17,7 @@ from findata.orchestration.dbt_manifest import (
     finish_started_parse,
     manifest_dir,
     manifest_is_current,
+    parse_under_way,
     project_digest,
     start_parse,
 )
@@ -47,7 +48,9 @@ def test_a_started_parse_is_waited_for_and_stamped(settings: Settings) -> None:
     target = manifest_dir(settings)
     start_parse(settings)
     start_parse(settings)  # one parse per target at a time
+    assert parse_under_way(settings)  # a parse takes seconds
     assert finish_started_parse(target)
+    assert not parse_under_way(settings)
     assert manifest_is_current(target, project_digest())
     manifest = json.loads((target / "manifest.json").read_text())
     assert any(n["resource_type"] == "model" for n in manifest["nodes"].values())
@@ -90,3 +93,28 @@ def test_a_refresh_starts_the_parse_before_importing_dagster(tmp_path: Path) -> 
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
     )
     assert "dagster imported when the parse started: False" in out.stdout
+
+
+def test_a_refresh_imports_the_checks_library_while_the_parse_runs(tmp_path: Path) -> None:
+    """On a new home the definitions wait for the parse: Great Expectations (seconds to import,
+    needed by the checks) is imported by then, not later beside the whole build's dbt."""
+    code = (
+        "import sys\n"
+        "from findata.orchestration import dbt_manifest\n"
+        "from findata.orchestration.refresh import run_refresh\n"
+        "from findata.settings import get_settings\n"
+        "def spy(target):\n"
+        "    print('running:', dbt_manifest._started[target].process.poll() is None)\n"
+        "    print('imported when the parse is waited for:', 'great_expectations' in sys.modules)\n"
+        "    for parse in dbt_manifest._started.values():\n"
+        "        parse.process.kill()\n"
+        "        parse.process.wait()\n"
+        "    raise SystemExit(0)\n"
+        "dbt_manifest.finish_started_parse = spy\n"
+        "run_refresh(get_settings(), force=True)\n"
+    )
+    env = {**os.environ, "FINDATA_HOME": str(tmp_path), "DAGSTER_HOME": str(tmp_path / "dagster")}
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    assert "imported when the parse is waited for: True" in out.stdout, out.stdout
