@@ -201,8 +201,10 @@ def test_a_replica_asked_to_hold_other_tables_starts_over(story: Story) -> None:
     assert kept == [("SP500",)]
 
 
-def _killed_sync(story: Story, path: Path, after_seconds: float) -> bool:
-    """``findata-python sync`` SIGKILLed ``after_seconds`` in; True if it was still running."""
+def _killed_sync(story: Story, path: Path, after_seconds: float) -> float | None:
+    """``findata-python sync`` SIGKILLed ``after_seconds`` in: None if it was still running,
+    else the seconds it took to finish."""
+    started = time.monotonic()
     process = subprocess.Popen(
         [str(SYNC), "sync", str(path)],
         env=story.env,
@@ -214,9 +216,9 @@ def _killed_sync(story: Story, path: Path, after_seconds: float) -> bool:
     except subprocess.TimeoutExpired:
         process.send_signal(signal.SIGKILL)
         process.wait()
-        return True
+        return None
     assert process.returncode == 0, process.stderr.read() if process.stderr else ""
-    return False
+    return time.monotonic() - started
 
 
 def _completed_sync(story: Story, path: Path) -> float:
@@ -238,11 +240,16 @@ def test_a_sync_killed_at_random_points_still_ends_equal(story: Story) -> None:
     assert_equal_replicas(measured, fresh)
     chance = random.Random(20261124)
     killed = 0
-    # until three runs were cut short (on a loaded machine a run may finish before its signal)
-    for trial in range(8):
+    # until three runs were cut short (on a loaded machine a run may finish before its signal:
+    # the kill points are drawn within the quickest whole run seen so far)
+    for trial in range(12):
         path = story.folder / f"killed-{trial}.duckdb"
         shutil.copy(story.folder / "before.duckdb", path)
-        killed += _killed_sync(story, path, chance.uniform(0.05, 0.7) * whole)
+        finished = _killed_sync(story, path, chance.uniform(0.05, 0.7) * whole)
+        if finished is None:
+            killed += 1
+        else:
+            whole = min(whole, finished)
         _completed_sync(story, path)
         assert_equal_replicas(path, fresh)
         if killed == 3:

@@ -70,51 +70,52 @@ def test_a_failed_parse_is_not_stamped(settings: Settings, monkeypatch: pytest.M
     assert not manifest_is_current(target, project_digest())
 
 
-def test_a_refresh_starts_the_parse_before_importing_dagster(tmp_path: Path) -> None:
-    """``run_refresh`` on a new home: the parse is under way before Dagster is imported."""
+def _refresh_on_a_new_home(tmp_path: Path, spy: str) -> str:
+    """What a forced ``run_refresh`` on a new home prints, in a process of its own, after
+    ``spy`` (code that replaces a function of ``dbt_manifest`` with one that prints, then calls
+    ``stop()``: the parse killed, the process ended)."""
     code = (
         "import sys\n"
         "from findata.orchestration import dbt_manifest\n"
         "from findata.orchestration.refresh import run_refresh\n"
         "from findata.settings import get_settings\n"
-        "started = dbt_manifest.start_parse\n"
-        "def spy(settings):\n"
-        "    started(settings)\n"
-        "    print('dagster imported when the parse started:', 'dagster' in sys.modules)\n"
+        "def stop():\n"
         "    for parse in dbt_manifest._started.values():\n"
         "        parse.process.kill()\n"
         "        parse.process.wait()\n"
         "    raise SystemExit(0)\n"
-        "dbt_manifest.start_parse = spy\n"
+        f"{spy}"
         "run_refresh(get_settings(), force=True)\n"
     )
     env = {**os.environ, "FINDATA_HOME": str(tmp_path), "DAGSTER_HOME": str(tmp_path / "dagster")}
     out = subprocess.run(
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
     )
-    assert "dagster imported when the parse started: False" in out.stdout
+    return out.stdout
+
+
+def test_a_refresh_starts_the_parse_before_importing_dagster(tmp_path: Path) -> None:
+    """``run_refresh`` on a new home: the parse is under way before Dagster is imported."""
+    spy = (
+        "started = dbt_manifest.start_parse\n"
+        "def spy(settings):\n"
+        "    started(settings)\n"
+        "    print('dagster imported when the parse started:', 'dagster' in sys.modules)\n"
+        "    stop()\n"
+        "dbt_manifest.start_parse = spy\n"
+    )
+    out = _refresh_on_a_new_home(tmp_path, spy)
+    assert "dagster imported when the parse started: False" in out, out
 
 
 def test_a_refresh_imports_the_checks_library_while_the_parse_runs(tmp_path: Path) -> None:
     """On a new home the definitions wait for the parse: Great Expectations (seconds to import,
     needed by the checks) is imported by then, not later beside the whole build's dbt."""
-    code = (
-        "import sys\n"
-        "from findata.orchestration import dbt_manifest\n"
-        "from findata.orchestration.refresh import run_refresh\n"
-        "from findata.settings import get_settings\n"
+    spy = (
         "def spy(target):\n"
-        "    print('running:', dbt_manifest._started[target].process.poll() is None)\n"
         "    print('imported when the parse is waited for:', 'great_expectations' in sys.modules)\n"
-        "    for parse in dbt_manifest._started.values():\n"
-        "        parse.process.kill()\n"
-        "        parse.process.wait()\n"
-        "    raise SystemExit(0)\n"
+        "    stop()\n"
         "dbt_manifest.finish_started_parse = spy\n"
-        "run_refresh(get_settings(), force=True)\n"
     )
-    env = {**os.environ, "FINDATA_HOME": str(tmp_path), "DAGSTER_HOME": str(tmp_path / "dagster")}
-    out = subprocess.run(
-        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
-    )
-    assert "imported when the parse is waited for: True" in out.stdout, out.stdout
+    out = _refresh_on_a_new_home(tmp_path, spy)
+    assert "imported when the parse is waited for: True" in out, out
