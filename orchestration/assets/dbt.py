@@ -1,8 +1,11 @@
 """The dbt project as Dagster assets: each model its own asset, dbt tests as asset checks."""
 
+import contextlib
+import fcntl
 import json
 import shutil
 import signal
+import subprocess
 from collections.abc import Iterator, Mapping, Sequence
 from functools import cached_property
 from graphlib import TopologicalSorter
@@ -40,6 +43,9 @@ from findata.orchestration.dbt_scope import (
 from findata.settings import get_settings
 
 PARTIAL_PARSE = "partial_parse.msgpack"
+#: what dbt's output pipe holds unread: a one-day build writes ~120 KiB of JSON lines, twice a
+#: pipe's default 64 KiB
+OUTPUT_PIPE_BYTES = 1 << 20
 
 
 class FindataTranslator(DagsterDbtTranslator):
@@ -122,6 +128,8 @@ def dbt_models(context: dg.AssetExecutionContext, dbt: DbtCliResource) -> Iterat
         if scope.runs_nothing
         else dbt.cli(scope.dbt_args(), context=context, target_path=_build_target())
     )
+    if build is not None:
+        _widen_output_pipe(build.process)
     try:
         # before dbt's events: Dagster takes a multi-asset's outputs in dependency order, and a
         # mart left as built reads no model that is rebuilt (it would read a changed source)
@@ -215,6 +223,17 @@ def _in_dependency_order(
     }
     for unique_id in TopologicalSorter(graph).static_order():
         yield nodes[unique_id]
+
+
+def _widen_output_pipe(process: subprocess.Popen[bytes]) -> None:
+    """Let dbt write its whole output before this step reads it: this step imports the contract
+    checks' library (seconds) before it streams dbt's events, and dbt would stop at its first
+    write to a full pipe. Linux only (elsewhere, and above the system's pipe limit, the pipe
+    keeps its size: dbt waits for the import, as before)."""
+    if process.stdout is None or not hasattr(fcntl, "F_SETPIPE_SZ"):
+        return
+    with contextlib.suppress(OSError):
+        fcntl.fcntl(process.stdout.fileno(), fcntl.F_SETPIPE_SZ, OUTPUT_PIPE_BYTES)
 
 
 def _build_target() -> Path:

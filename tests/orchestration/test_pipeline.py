@@ -6,6 +6,7 @@ refreshes are what costs time, so each runs once and every test reads its outcom
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
 import shutil
@@ -156,6 +157,11 @@ def _kill_refresh_when_dbt_logs(settings: Settings, marker: bytes) -> bool:
     return False
 
 
+UNCHANGED_MARTS_FAILED = "the marts left as built failed to load (test)"
+#: how long a dbt step waits for its dbt command to end before it reads any of its output
+DBT_END_WAIT_SECONDS = 180
+
+
 def _failing_after_one(unchanged_marts: Any) -> Any:
     """``_unchanged_marts`` that fails after its first output."""
 
@@ -167,20 +173,36 @@ def _failing_after_one(unchanged_marts: Any) -> Any:
     return failing
 
 
-UNCHANGED_MARTS_FAILED = "the marts left as built failed to load (test)"
+def _returning_once_dbt_ended(import_gx: Any, ended: list[bool]) -> Any:
+    """The dbt step's ``import_gx`` that first waits (at most ``DBT_END_WAIT_SECONDS``) for the
+    dbt command the step started to end, reading none of its output meanwhile; appends to
+    ``ended`` whether it did."""
+
+    def waiting() -> Any:
+        deadline = time.monotonic() + DBT_END_WAIT_SECONDS
+        while _dbt_commands_running() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        ended.append(not _dbt_commands_running())
+        return import_gx()
+
+    return waiting
 
 
 def _dbt_commands_running() -> list[str]:
     """The dbt commands still running under this process: ``findata-dbt`` clients, and the
-    children of this process's warm dbt server that run their commands."""
-    running = [
-        " ".join(p.cmdline()[:3])
-        for p in psutil.Process().children(recursive=True)
-        if any("findata-dbt" in part for part in p.cmdline())
-    ]
+    children of this process's warm dbt server that run their commands (an ended process its
+    parent has not waited for yet is not running)."""
+    running = []
+    for process in psutil.Process().children(recursive=True):
+        with contextlib.suppress(psutil.ZombieProcess, psutil.NoSuchProcess):
+            if any("findata-dbt" in part for part in process.cmdline()):
+                running.append(" ".join(process.cmdline()[:3]))
     server = warm_dbt._server
     if server is not None and server.poll() is None:
-        running += [f"server child {c.pid}" for c in psutil.Process(server.pid).children()]
+        for child in psutil.Process(server.pid).children():
+            with contextlib.suppress(psutil.NoSuchProcess):
+                if child.status() != psutil.STATUS_ZOMBIE:
+                    running.append(f"server child {child.pid}")
     return running
 
 
@@ -224,7 +246,17 @@ def steps(two_week_old_demo: PublishedDemo, tmp_path_factory: pytest.TempPathFac
         ]
         add_price_day(landing, day, gainers)
         result.facts.update(day=day, day_before=as_of, gainers=gainers)
-        step("one_day")
+        # its dbt step reads none of dbt's output until dbt has ended (as when the contract
+        # checks' library imports slowly, before the step streams dbt): dbt must not wait
+        dbt_ended: list[bool] = []
+        with pytest.MonkeyPatch.context() as slow_import:
+            slow_import.setattr(
+                dbt_assets_module,
+                "import_gx",
+                _returning_once_dbt_ended(dbt_assets_module.import_gx, dbt_ended),
+            )
+            step("one_day")
+        result.facts["dbt_ended_unread"] = dbt_ended
 
         row = master[master["ticker"] == scenarios["plain"]["ticker"]].iloc[0]
         period_end, accession = restate_latest_annual_revenue(landing, row["cik"].zfill(10), as_of)
@@ -679,6 +711,12 @@ def test_a_dbt_step_failing_before_it_reads_dbt_stops_dbt_and_publishes_nothing(
         before.records,
         before.events,
     )
+
+
+def test_dbt_runs_to_its_end_while_its_step_reads_none_of_its_output(steps: Steps) -> None:
+    # the one-day build writes more than a pipe's default 64 KiB: dbt would stop at a full pipe
+    assert steps.facts["dbt_ended_unread"] == [True]
+    assert steps.outcomes["one_day"].success
 
 
 def test_a_crash_before_the_commit_then_a_rerun_publishes_exactly_once(steps: Steps) -> None:
