@@ -74,12 +74,12 @@ def run_refresh(
         from findata.orchestration.dbt_manifest import parse_under_way
 
         if parse_under_way(settings):
-            from findata.orchestration.checks.gx_runtime import import_gx
+            from findata.orchestration.checks.workers import start_check_workers
 
             # the definitions will wait for the parse (a home's first refresh: seconds, on one
-            # core): the contract checks' library imports meanwhile, on the other, rather than
-            # in the dbt step beside the whole build's dbt (which keeps both cores busy)
-            import_gx()
+            # core): the contract checks' workers import their library meanwhile, on the other,
+            # rather than in the dbt step beside the whole build's dbt (both cores busy)
+            start_check_workers()
         # imported once the instance is made: loading the definitions may wait for the parse
         # above, and making the instance meanwhile uses that time
         from findata.orchestration.definitions import defs

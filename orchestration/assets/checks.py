@@ -1,18 +1,15 @@
 """Data contracts as blocking asset checks on the marts: a failure stops the publish."""
 
-import datetime as dt
 from collections.abc import Iterator
-from pathlib import Path
 
 import dagster as dg
-import duckdb
 
 from findata.clock import get_clock, utc_today
 from findata.contracts.datasets import DatasetContract
 from findata.orchestration.build_inputs import comparable_version
 from findata.orchestration.checks.results import ContractCheckResult
-from findata.orchestration.checks.unchanged import VersionComparison, compare_with_version
-from findata.orchestration.checks.warehouse import check_mart
+from findata.orchestration.checks.unchanged import VersionComparison
+from findata.orchestration.checks.workers import MartCheck, MartCheckOutcome, check_marts
 from findata.orchestration.publish import contracts_published
 from findata.published import current_version_at
 from findata.settings import get_settings
@@ -68,26 +65,33 @@ def _contract_checks() -> dg.AssetChecksDefinition:
         previous = previous_row_counts()
         today = utc_today(get_clock())
         selected = sorted(context.selected_asset_check_keys, key=lambda k: k.to_user_string())
-        with duckdb.connect(str(settings.warehouse_path), read_only=True) as con:
-            for key in selected:
-                contract = contracts[key.asset_key]
-                yield _contract_check(con, contract, comparable, previous.get(contract.name), today)
+        # on both cores, in processes that have Great Expectations imported (checks/workers.py)
+        jobs = [
+            MartCheck(
+                contract=contract,
+                warehouse=settings.warehouse_path,
+                schema="marts",
+                comparable=comparable,
+                previous_rows=previous.get(contract.name),
+                today=today,
+            )
+            for contract in (contracts[key.asset_key] for key in selected)
+        ]
+        for job, outcome in zip(jobs, check_marts(jobs), strict=True):
+            yield _contract_check_result(job.contract, outcome)
 
     return data_contracts
 
 
-def _contract_check(
-    con: duckdb.DuckDBPyConnection,
-    contract: DatasetContract,
-    comparable: tuple[str, Path] | None,
-    previous_rows: int | None,
-    today: dt.date,
+def _contract_check_result(
+    contract: DatasetContract, outcome: MartCheckOutcome
 ) -> dg.AssetCheckResult:
-    """The contract check of ``contract``'s mart: not again when its rows are the comparable
-    version's, else on its changed rows or whole (``checks/``)."""
+    """The contract check of ``contract``'s mart: not run again when its rows are the
+    comparable version's, else run on its changed rows or whole (``checks/``)."""
     key = mart_asset_key(contract.name)
-    comparison = compare_with_version(con, "marts", contract, comparable)
-    if comparison is not None and comparison.unchanged:
+    comparison, result = outcome.comparison, outcome.result
+    if result is None:
+        assert comparison is not None
         return dg.AssetCheckResult(
             asset_key=key,
             check_name="data_contract",
@@ -98,9 +102,6 @@ def _contract_check(
                 "code and contracts, which passed this contract then",
             },
         )
-    result = check_mart(
-        con, "marts", contract, today=today, previous_rows=previous_rows, compared_with=comparison
-    )
     return dg.AssetCheckResult(
         asset_key=key,
         check_name="data_contract",

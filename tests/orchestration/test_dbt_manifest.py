@@ -108,14 +108,18 @@ def test_a_refresh_starts_the_parse_before_importing_dagster(tmp_path: Path) -> 
     assert "dagster imported when the parse started: False" in out, out
 
 
-def test_a_refresh_imports_the_checks_library_while_the_parse_runs(tmp_path: Path) -> None:
-    """On a new home the definitions wait for the parse: Great Expectations (seconds to import,
-    needed by the checks) is imported by then, not later beside the whole build's dbt."""
+def test_a_refresh_starts_the_checks_workers_while_the_parse_runs(tmp_path: Path) -> None:
+    """On a new home the definitions wait for the parse: the contract checks' workers (their
+    helper imports Great Expectations, for seconds) are started by then, not later beside the
+    whole build's dbt; the refresh's own process does not import Great Expectations."""
     spy = (
+        "from findata.orchestration.checks import workers\n"
         "def spy(target):\n"
-        "    print('imported when the parse is waited for:', 'great_expectations' in sys.modules)\n"
+        "    print('workers started when the parse is waited for:', workers._helper is not None)\n"
+        "    print('imported here:', 'great_expectations' in sys.modules)\n"
         "    stop()\n"
         "dbt_manifest.finish_started_parse = spy\n"
     )
     out = _refresh_on_a_new_home(tmp_path, spy)
-    assert "imported when the parse is waited for: True" in out, out
+    assert "workers started when the parse is waited for: True" in out, out
+    assert "imported here: False" in out, out

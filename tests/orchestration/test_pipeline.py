@@ -173,17 +173,17 @@ def _failing_after_one(unchanged_marts: Any) -> Any:
     return failing
 
 
-def _returning_once_dbt_ended(import_gx: Any, ended: list[bool]) -> Any:
-    """The dbt step's ``import_gx`` that first waits (at most ``DBT_END_WAIT_SECONDS``) for the
-    dbt command the step started to end, reading none of its output meanwhile; appends to
-    ``ended`` whether it did."""
+def _returning_once_dbt_ended(start_check_workers: Any, ended: list[bool]) -> Any:
+    """The dbt step's ``start_check_workers`` (its last call before it streams dbt's output)
+    that first waits (at most ``DBT_END_WAIT_SECONDS``) for the dbt command the step started
+    to end, reading none of its output meanwhile; appends to ``ended`` whether it did."""
 
     def waiting() -> Any:
         deadline = time.monotonic() + DBT_END_WAIT_SECONDS
         while _dbt_commands_running() and time.monotonic() < deadline:
             time.sleep(0.05)
         ended.append(not _dbt_commands_running())
-        return import_gx()
+        return start_check_workers()
 
     return waiting
 
@@ -246,14 +246,14 @@ def steps(two_week_old_demo: PublishedDemo, tmp_path_factory: pytest.TempPathFac
         ]
         add_price_day(landing, day, gainers)
         result.facts.update(day=day, day_before=as_of, gainers=gainers)
-        # its dbt step reads none of dbt's output until dbt has ended (as when the contract
-        # checks' library imports slowly, before the step streams dbt): dbt must not wait
+        # its dbt step reads none of dbt's output until dbt has ended (as when the step is slow
+        # before it streams dbt): dbt must not wait for the step
         dbt_ended: list[bool] = []
-        with pytest.MonkeyPatch.context() as slow_import:
-            slow_import.setattr(
+        with pytest.MonkeyPatch.context() as slow_step:
+            slow_step.setattr(
                 dbt_assets_module,
-                "import_gx",
-                _returning_once_dbt_ended(dbt_assets_module.import_gx, dbt_ended),
+                "start_check_workers",
+                _returning_once_dbt_ended(dbt_assets_module.start_check_workers, dbt_ended),
             )
             step("one_day")
         result.facts["dbt_ended_unread"] = dbt_ended

@@ -1,0 +1,138 @@
+"""A refresh's contract checks on both cores, in processes that have Great Expectations imported.
+
+A mart's check is Python (GE's work for each expectation, on pandas frames) and holds one core.
+A refresh checked its marts one after another while the other core idled, since dbt has ended by
+then. The checks now run in worker processes:
+
+- A helper process (:func:`start_check_workers`) imports GE and the checks once, for seconds.
+  A refresh starts it when its dbt step starts, so the import runs beside dbt. Neither the
+  refresh's process nor the workers then import GE.
+- The helper takes each batch of marts (:func:`check_marts`) and forks ``CHECK_WORKERS`` workers
+  from itself. Forking is copy-on-write and takes milliseconds. The workers take the marts one
+  at a time; each opens the build warehouse read-only itself (:func:`check_against_version`).
+
+The helper is spawned, not forked from the refresh's process: that process holds Dagster's
+threads and DuckDB's and Arrow's thread pools, which a fork would copy half-held. The helper
+lives as long as the process that started it. The outcomes come back pickled, in the marts'
+order.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import gc
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+
+from findata.clock import ManualClock, SystemClock, get_clock, set_clock
+from findata.contracts.datasets import DatasetContract
+from findata.orchestration.checks.gx_runtime import import_gx
+from findata.orchestration.checks.results import ContractCheckResult
+from findata.orchestration.checks.unchanged import VersionComparison, compare_with_version
+from findata.orchestration.checks.warehouse import check_mart
+
+#: marts checked at once (the machine's two cores: dbt has ended when the checks run)
+CHECK_WORKERS = 2
+
+
+@dataclass(frozen=True)
+class MartCheck:
+    """One mart to check: ``<schema>.<contract.name>`` in ``warehouse``, compared with the
+    ``comparable`` version (``build_inputs.comparable_version``; None: check every row)."""
+
+    contract: DatasetContract
+    warehouse: Path
+    schema: str
+    comparable: tuple[str, Path] | None
+    previous_rows: int | None
+    today: dt.date
+
+
+@dataclass(frozen=True)
+class MartCheckOutcome:
+    """How a mart compared with the version (None: no version to compare with), and its check
+    (None: its rows are the version's, which passed this contract: not checked again)."""
+
+    comparison: VersionComparison | None
+    result: ContractCheckResult | None
+
+
+def check_against_version(job: MartCheck) -> MartCheckOutcome:
+    """Check ``job``'s mart: not again when its rows are the comparable version's, else on its
+    changed rows or whole (``warehouse.check_mart``)."""
+    with duckdb.connect(str(job.warehouse), read_only=True) as con:
+        comparison = compare_with_version(con, job.schema, job.contract, job.comparable)
+        if comparison is not None and comparison.unchanged:
+            return MartCheckOutcome(comparison, None)
+        result = check_mart(
+            con,
+            job.schema,
+            job.contract,
+            today=job.today,
+            previous_rows=job.previous_rows,
+            compared_with=comparison,
+        )
+    return MartCheckOutcome(comparison, result)
+
+
+_helper: ProcessPoolExecutor | None = None
+
+
+def start_check_workers() -> None:
+    """Start this process's helper (once): it imports GE from now on, in its own process."""
+    global _helper
+    if _helper is None:
+        _helper = ProcessPoolExecutor(
+            max_workers=1,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_prepare_helper,
+        )
+        _helper.submit(int)  # the helper starts (and imports) now, not at the first batch
+
+
+def check_marts(jobs: list[MartCheck]) -> list[MartCheckOutcome]:
+    """Every job's outcome, in order, checked ``CHECK_WORKERS`` at a time. A check that raises
+    raises here; a helper that died is replaced at the next call."""
+    global _helper
+    if not jobs:
+        return []
+    start_check_workers()
+    assert _helper is not None
+    clock = get_clock()
+    # the workers' clock: the process's own, unless a test or server installed another
+    now = None if isinstance(clock, SystemClock) else clock.now()
+    try:
+        return _helper.submit(_check_in_workers, jobs, now).result()
+    except BrokenProcessPool:
+        _helper = None
+        raise
+
+
+def _prepare_helper() -> None:
+    """In the helper: import what the checks use, and keep it out of the collector's way (its
+    forks then share those pages instead of copying them as the collector touches them)."""
+    import_gx()
+    gc.freeze()
+
+
+def _check_in_workers(jobs: list[MartCheck], now: dt.datetime | None) -> list[MartCheckOutcome]:
+    """In the helper: ``jobs`` checked in workers forked from it, their outcomes in order."""
+    workers = ProcessPoolExecutor(
+        max_workers=min(CHECK_WORKERS, len(jobs)),
+        mp_context=multiprocessing.get_context("fork"),
+        initializer=_set_worker_clock,
+        initargs=(now,),
+    )
+    with workers:
+        return list(workers.map(check_against_version, jobs))
+
+
+def _set_worker_clock(now: dt.datetime | None) -> None:
+    """In a worker: the clock of the process that asked for the checks."""
+    if now is not None:
+        set_clock(ManualClock(now))

@@ -1,0 +1,112 @@
+"""The contract checks' worker processes (``orchestration/checks/workers.py``): the same outcomes
+as a check in this process, in order, on this process's clock; errors and a dead helper."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import signal
+from collections.abc import Iterator
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+
+from findata.clock import ManualClock, set_clock
+from findata.contracts.datasets import dataset_names, load_dataset_contract
+from findata.orchestration.checks import workers
+from findata.orchestration.checks.workers import (
+    MartCheck,
+    MartCheckOutcome,
+    check_against_version,
+    check_marts,
+)
+
+NOW = dt.datetime(2026, 3, 9, 15, 30, tzinfo=dt.UTC)
+
+
+@pytest.fixture
+def manual_clock() -> Iterator[ManualClock]:
+    clock = ManualClock(NOW)
+    previous = set_clock(clock)
+    yield clock
+    set_clock(previous)
+
+
+def _jobs(warehouse: Path, today: dt.date) -> list[MartCheck]:
+    """A check of every mart of ``warehouse`` with a contract, no version to compare with."""
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        marts = {
+            name
+            for (name,) in con.execute(
+                "select table_name from information_schema.tables where table_schema = 'marts'"
+            ).fetchall()
+        }
+    return [
+        MartCheck(load_dataset_contract(name), warehouse, "marts", None, None, today)
+        for name in dataset_names()
+        if name in marts
+    ]
+
+
+def _checked(outcome: MartCheckOutcome) -> tuple[Any, ...]:
+    """What a check found: its verdict, rows, method, failures, and each expectation's result
+    (the validation's ids and load times aside)."""
+    result = outcome.result
+    assert result is not None
+    return (
+        result.dataset,
+        result.success,
+        result.row_count,
+        result.method,
+        result.failures,
+        [
+            (r["expectation_config"]["type"], r["success"], r["result"])
+            for r in result.validation["results"]
+        ],
+        result.validation["meta"]["run_id"],
+    )
+
+
+def test_the_workers_check_every_mart_as_this_process_does_in_order(
+    small_warehouse: Path, demo_today: dt.date, manual_clock: ManualClock
+) -> None:
+    jobs = _jobs(small_warehouse, demo_today)
+    assert len(jobs) >= 10
+    outcomes = check_marts(jobs)
+    here = [check_against_version(job) for job in jobs]
+    assert [_checked(o) for o in outcomes] == [_checked(o) for o in here]
+    assert all(o.comparison is None for o in outcomes)
+    # the workers ran on this process's clock, not the system's
+    assert {o.result.validation["meta"]["run_id"]["run_time"] for o in outcomes if o.result} == {
+        NOW.isoformat()
+    }
+
+
+def test_a_check_that_raises_raises_here_and_the_workers_carry_on(
+    small_warehouse: Path, demo_today: dt.date, tmp_path: Path
+) -> None:
+    (job, *_) = _jobs(small_warehouse, demo_today)
+    missing = MartCheck(job.contract, tmp_path / "none.duckdb", "marts", None, None, demo_today)
+    with pytest.raises(duckdb.Error, match=r"none\.duckdb"):
+        check_marts([job, missing])
+    (outcome,) = check_marts([job])
+    assert outcome.result is not None and outcome.result.success
+
+
+def test_a_helper_that_died_fails_its_batch_and_is_replaced(
+    small_warehouse: Path, demo_today: dt.date
+) -> None:
+    (job, *_) = _jobs(small_warehouse, demo_today)
+    check_marts([job])
+    helper = workers._helper
+    assert helper is not None
+    for pid in list(helper._processes):  # the helper's one process
+        os.kill(pid, signal.SIGKILL)
+    with pytest.raises(BrokenProcessPool):
+        check_marts([job])
+    (outcome,) = check_marts([job])
+    assert workers._helper is not helper
+    assert outcome.result is not None and outcome.result.success
