@@ -105,9 +105,12 @@ def demo(
         if no_serve:
             _skip_final_collection()
     if not no_serve:
+        from findata.orchestration.checks.workers import stop_check_workers
         from findata.orchestration.warm_dbt import stop_warm_dbt
 
-        stop_warm_dbt()  # the refresh's dbt is not needed while this process serves
+        # the refresh's dbt and contract checks' workers are not needed while this process serves
+        stop_warm_dbt()
+        stop_check_workers()
         _serve("127.0.0.1", port, 1, webhooks=True)
 
 

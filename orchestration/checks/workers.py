@@ -13,8 +13,9 @@ then. The checks now run in worker processes:
 
 The helper is spawned, not forked from the refresh's process: that process holds Dagster's
 threads and DuckDB's and Arrow's thread pools, which a fork would copy half-held. The helper
-lives as long as the process that started it. The outcomes come back pickled, in the marts'
-order.
+lives as long as the process that started it, and the workers as long as the helper: each
+watches its parent and exits when it has gone (:func:`_end_with_parent`). The outcomes come
+back pickled, in the marts' order.
 """
 
 from __future__ import annotations
@@ -22,6 +23,9 @@ from __future__ import annotations
 import datetime as dt
 import gc
 import multiprocessing
+import os
+import threading
+import time
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -38,6 +42,8 @@ from findata.orchestration.checks.warehouse import check_mart
 
 #: marts checked at once (the machine's two cores: dbt has ended when the checks run)
 CHECK_WORKERS = 2
+#: how often the helper and the workers look whether their parent is still there
+PARENT_POLL_SECONDS = 0.5
 
 
 @dataclass(frozen=True)
@@ -91,8 +97,18 @@ def start_check_workers() -> None:
             max_workers=1,
             mp_context=multiprocessing.get_context("spawn"),
             initializer=_prepare_helper,
+            initargs=(os.getpid(),),
         )
         _helper.submit(int)  # the helper starts (and imports) now, not at the first batch
+
+
+def stop_check_workers() -> None:
+    """End this process's helper, if it started one (a process that serves after its refresh
+    needs it no more)."""
+    global _helper
+    if _helper is not None:
+        _helper.shutdown(wait=True, cancel_futures=True)
+        _helper = None
 
 
 def check_marts(jobs: list[MartCheck]) -> list[MartCheckOutcome]:
@@ -113,9 +129,29 @@ def check_marts(jobs: list[MartCheck]) -> list[MartCheckOutcome]:
         raise
 
 
-def _prepare_helper() -> None:
-    """In the helper: import what the checks use, and keep it out of the collector's way (its
-    forks then share those pages instead of copying them as the collector touches them)."""
+def _end_with_parent(parent: int) -> None:
+    """Exit once process ``parent``, which started this one, has ended.
+
+    A process killed outright (SIGKILL, a crash, ``os._exit``) does not shut its pool down.
+    Its pool's processes hold both ends of their task queue themselves, so they would never
+    read its end. Left waiting, each would keep its memory and the standard streams it
+    inherited: a caller reading those streams to their end would wait forever. A process
+    whose parent ends is adopted by another, so its parent id changes.
+    """
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL_SECONDS)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="end-with-parent", daemon=True).start()
+
+
+def _prepare_helper(parent: int) -> None:
+    """In the helper: end with ``parent``; import what the checks use, and keep it out of the
+    collector's way (its forks then share those pages instead of copying them as the collector
+    touches them)."""
+    _end_with_parent(parent)
     import_gx()
     gc.freeze()
 
@@ -125,14 +161,16 @@ def _check_in_workers(jobs: list[MartCheck], now: dt.datetime | None) -> list[Ma
     workers = ProcessPoolExecutor(
         max_workers=min(CHECK_WORKERS, len(jobs)),
         mp_context=multiprocessing.get_context("fork"),
-        initializer=_set_worker_clock,
-        initargs=(now,),
+        initializer=_prepare_worker,
+        initargs=(now, os.getpid()),
     )
     with workers:
         return list(workers.map(check_against_version, jobs))
 
 
-def _set_worker_clock(now: dt.datetime | None) -> None:
-    """In a worker: the clock of the process that asked for the checks."""
+def _prepare_worker(now: dt.datetime | None, helper: int) -> None:
+    """In a worker: end with the ``helper``; the clock of the process that asked for the
+    checks."""
+    _end_with_parent(helper)
     if now is not None:
         set_clock(ManualClock(now))

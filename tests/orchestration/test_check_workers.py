@@ -6,12 +6,15 @@ from __future__ import annotations
 import datetime as dt
 import os
 import signal
+import subprocess
+import sys
 from collections.abc import Iterator
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
 import duckdb
+import psutil
 import pytest
 
 from findata.clock import ManualClock, set_clock
@@ -22,6 +25,7 @@ from findata.orchestration.checks.workers import (
     MartCheckOutcome,
     check_against_version,
     check_marts,
+    stop_check_workers,
 )
 
 NOW = dt.datetime(2026, 3, 9, 15, 30, tzinfo=dt.UTC)
@@ -110,3 +114,30 @@ def test_a_helper_that_died_fails_its_batch_and_is_replaced(
     (outcome,) = check_marts([job])
     assert workers._helper is not helper
     assert outcome.result is not None and outcome.result.success
+
+
+def test_the_helper_ends_when_the_process_that_started_it_is_killed() -> None:
+    """A refresh killed outright leaves no helper behind, holding its memory and the standard
+    streams it inherited: reading them to their end (as here) would wait for it."""
+    code = (
+        "import os\n"
+        "from findata.orchestration.checks import workers\n"
+        "workers.start_check_workers()\n"
+        "print(*workers._helper._processes, flush=True)\n"
+        "os._exit(0)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    (helper,) = (int(pid) for pid in out.stdout.split())
+    assert not psutil.pid_exists(helper) or psutil.Process(helper).status() == "zombie"
+
+
+def test_stopping_the_workers_ends_the_helper(small_warehouse: Path, demo_today: dt.date) -> None:
+    (job, *_) = _jobs(small_warehouse, demo_today)
+    check_marts([job])
+    assert workers._helper is not None
+    (helper,) = workers._helper._processes
+    stop_check_workers()
+    assert workers._helper is None
+    assert not psutil.pid_exists(helper) or psutil.Process(helper).status() == "zombie"
