@@ -44,6 +44,9 @@ from findata.orchestration.checks.warehouse import check_mart
 CHECK_WORKERS = 2
 #: how often the helper and the workers look whether their parent is still there
 PARENT_POLL_SECONDS = 0.5
+#: the helper imports at a lower priority: beside dbt (the refresh's critical path, both cores
+#: busy) it takes what dbt leaves; the checks wait for it only if it has not finished by then
+HELPER_NICENESS = 10
 
 
 @dataclass(frozen=True)
@@ -148,10 +151,11 @@ def _end_with_parent(parent: int) -> None:
 
 
 def _prepare_helper(parent: int) -> None:
-    """In the helper: end with ``parent``; import what the checks use, and keep it out of the
-    collector's way (its forks then share those pages instead of copying them as the collector
-    touches them)."""
+    """In the helper: end with ``parent``; import what the checks use, at a lower priority, and
+    keep it out of the collector's way (its forks then share those pages instead of copying
+    them as the collector touches them)."""
     _end_with_parent(parent)
+    os.nice(HELPER_NICENESS)
     import_gx()
     gc.freeze()
 
