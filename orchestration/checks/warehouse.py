@@ -118,13 +118,6 @@ def run_contract_checks(
     """
     with duckdb.connect(str(database), read_only=True) as con:
         con.execute("set enable_progress_bar = false")
-        present = {
-            name
-            for (name,) in con.execute(
-                "select table_name from information_schema.tables where table_schema = ?",
-                [schema],
-            ).fetchall()
-        }
         return [
             check_mart(
                 con,
@@ -135,6 +128,17 @@ def run_contract_checks(
                 full_check_max_rows=full_check_max_rows,
                 sample_rows=sample_rows,
             )
-            for name in dataset_names()
-            if name in present
+            for name in contracted_marts(con, schema)
         ]
+
+
+def contracted_marts(con: duckdb.DuckDBPyConnection, schema: str) -> list[str]:
+    """The datasets that have a contract and a table or view ``<schema>.<name>`` in ``con``'s
+    database, in dataset-name order."""
+    present = {
+        name
+        for (name,) in con.execute(
+            "select table_name from information_schema.tables where table_schema = ?", [schema]
+        ).fetchall()
+    }
+    return [name for name in dataset_names() if name in present]

@@ -18,8 +18,9 @@ import psutil
 import pytest
 
 from findata.clock import ManualClock, set_clock
-from findata.contracts.datasets import dataset_names, load_dataset_contract
+from findata.contracts.datasets import load_dataset_contract
 from findata.orchestration.checks import workers
+from findata.orchestration.checks.warehouse import contracted_marts
 from findata.orchestration.checks.workers import (
     MartCheck,
     MartCheckOutcome,
@@ -42,16 +43,10 @@ def manual_clock() -> Iterator[ManualClock]:
 def _jobs(warehouse: Path, today: dt.date) -> list[MartCheck]:
     """A check of every mart of ``warehouse`` with a contract, no version to compare with."""
     with duckdb.connect(str(warehouse), read_only=True) as con:
-        marts = {
-            name
-            for (name,) in con.execute(
-                "select table_name from information_schema.tables where table_schema = 'marts'"
-            ).fetchall()
-        }
+        marts = contracted_marts(con, "marts")
     return [
         MartCheck(load_dataset_contract(name), warehouse, "marts", None, None, today)
-        for name in dataset_names()
-        if name in marts
+        for name in marts
     ]
 
 

@@ -17,6 +17,7 @@ from findata.contracts.datasets import DatasetContract, dataset_names, load_data
 from findata.orchestration.checks.frames import read_frame
 from findata.orchestration.checks.suite import ordered_pairs, row_count_floor
 from findata.orchestration.checks.unchanged import compare_with_version
+from findata.orchestration.checks.warehouse import contracted_marts
 from findata.orchestration.contract_checks import (
     ContractCheckResult,
     build_suite,
@@ -437,16 +438,12 @@ def test_contracts_hold_on_the_small_demo(
     small_warehouse: Path, demo_today: dt.date, tmp_path: Path
 ) -> None:
     with duckdb.connect(str(small_warehouse), read_only=True) as con:
-        marts = {
-            name
-            for (name,) in con.execute(
-                "select table_name from information_schema.tables where table_schema = 'marts'"
-            ).fetchall()
-        }
         counts = {
             name: con.execute(f'select count(*) from marts."{name}"').fetchall()[0][0]
-            for name in set(dataset_names()) & marts
+            for name in contracted_marts(con, "marts")
         }
+    # the small demo builds a mart of every contract
+    assert sorted(counts) == sorted(dataset_names())
     results = run_contract_checks(
         small_warehouse, "marts", today=demo_today, previous_counts=counts
     )
@@ -461,6 +458,21 @@ def test_contracts_hold_on_the_small_demo(
     for result in results:
         assert result.dataset in html
         assert (index.parent / "expectations" / f"{result.dataset}.html").exists()
+
+
+def test_the_contracted_marts_are_the_tables_and_views_named_for_a_contract(
+    tmp_path: Path,
+) -> None:
+    with duckdb.connect(str(tmp_path / "w.duckdb")) as con:
+        con.execute("create schema marts")
+        con.execute("create schema other")
+        con.execute("create table marts.prices (x int)")
+        con.execute("create view marts.entities as select 1 as x")
+        con.execute("create table marts.not_a_contract (x int)")
+        con.execute("create table other.metrics (x int)")
+        assert contracted_marts(con, "marts") == ["entities", "prices"]
+        assert contracted_marts(con, "other") == ["metrics"]
+        assert contracted_marts(con, "none") == []
 
 
 def _published_copy(warehouse: Path, published: Path, contract: DatasetContract) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 import psutil
 import pytest
 
-from findata.orchestration.warm_dbt import DBT, SERVER_ENV
+from findata.orchestration.warm_dbt import DBT, SERVER_ENV, VALIDATED
 
 # the owner: runs its commands before and after starting the server, and one through a
 # grandchild (a process it started, which runs findata-dbt itself); prints what each did
@@ -55,20 +55,30 @@ __import__("os")._exit(0)  # as a killed refresh ends: no exit handler stops the
 def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A dbt project of two models on a DuckDB file of its own: ``one`` quick, ``slow`` a query
     of seconds (dbt cancels a query it interrupts; one it has not started yet runs out)."""
-    folder = tmp_path_factory.mktemp("warm-dbt")
-    (folder / "models").mkdir()
+    return _write_project(
+        tmp_path_factory.mktemp("warm-dbt"),
+        "warm",
+        {
+            "one.sql": "select 1 as x\n",
+            "slow.sql": "{{ config(materialized='table') }}\n"
+            "select sum(i % 7) as s from range(2000000000) as t(i)\n",
+        },
+    )
+
+
+def _write_project(folder: Path, name: str, models: dict[str, str]) -> Path:
+    """A dbt project ``name`` in ``folder`` of ``models`` (file name: text), on a DuckDB file
+    of its own."""
+    (folder / "models").mkdir(parents=True)
     (folder / "dbt_project.yml").write_text(
-        "name: warm\nversion: '1.0'\nprofile: warm\nmodel-paths: [models]\n"
+        f"name: {name}\nversion: '1.0'\nprofile: {name}\nmodel-paths: [models]\n"
     )
     (folder / "profiles.yml").write_text(
-        "warm:\n  target: dev\n  outputs:\n    dev:\n      type: duckdb\n"
-        f"      path: {folder / 'warm.duckdb'}\n"
+        f"{name}:\n  target: dev\n  outputs:\n    dev:\n      type: duckdb\n"
+        f"      path: {folder / (name + '.duckdb')}\n"
     )
-    (folder / "models" / "one.sql").write_text("select 1 as x\n")
-    (folder / "models" / "slow.sql").write_text(
-        "{{ config(materialized='table') }}\n"
-        "select sum(i % 7) as s from range(2000000000) as t(i)\n"
-    )
+    for file_name, text in models.items():
+        (folder / "models" / file_name).write_text(text)
     return folder
 
 
@@ -80,6 +90,20 @@ def _environment(project: Path) -> dict[str, str]:
         "DBT_TARGET_PATH": str(project / "target"),
         "DBT_LOG_PATH": str(project / "logs"),
     }
+
+
+def _last_printed(project: Path, env: dict[str, str], script: str, *args: str) -> Any:
+    """What the Python ``script`` run with ``args`` in ``project`` printed last, as JSON."""
+    done = subprocess.run(
+        [sys.executable, "-c", script, *args],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    return json.loads(done.stdout.splitlines()[-1])
 
 
 def _events(output: str) -> list[dict[str, Any]]:
@@ -98,16 +122,7 @@ def _listed(output: str) -> list[str]:
 def owner_run(project: Path) -> dict[str, Any]:
     """What the owner's commands did, and whether its server outlived it."""
     env = {k: v for k, v in _environment(project).items() if k != SERVER_ENV}
-    done = subprocess.run(
-        [sys.executable, "-c", OWNER, "ls", "--log-format", "json"],
-        cwd=project,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=True,
-    )
-    result: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
+    result = _last_printed(project, env, OWNER, "ls", "--log-format", "json")
     try:
         psutil.Process(result["server"]).wait(timeout=60)
         result["server_ended"] = True
@@ -203,16 +218,7 @@ print(json.dumps({"client": client.pid, "child": child, "code": code,
                   "folder_left": os.path.exists(folder),
                   "after_stop_plain": after_pids == {after.pid} and after.wait() == 0}))
 """
-    done = subprocess.run(
-        [sys.executable, "-c", script],
-        cwd=project,
-        env=_environment(project),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=True,
-    )
-    result = json.loads(done.stdout.splitlines()[-1])
+    result = _last_printed(project, _environment(project), script)
     assert result["child"] is not None and result["child"] != result["client"]
     # dbt in the server's child was interrupted (its KeyboardInterrupt, exit 2), and the client
     # returned its status after it ended (a client that died of the signal itself exits 1 or
@@ -224,3 +230,54 @@ print(json.dumps({"client": client.pid, "child": child, "code": code,
     assert not result["server_alive"]
     assert not result["folder_left"]
     assert result["after_stop_plain"]
+
+
+# in a new interpreter: a dbt build, after what the server does before it serves (argv[1]
+# "warm") or straight away; prints the classes whose JSON schema the build had to build itself
+SCHEMAS_A_BUILD_BUILDS = """
+import json, sys
+import dbt_common.dataclass_schema as dataclass_schema
+from findata.orchestration import warm_dbt
+
+if sys.argv[1] == "warm":
+    for module in warm_dbt._PRELOADED:
+        __import__(module)
+    warm_dbt.build_validation_schemas()
+built, build_json_schema = [], dataclass_schema.build_json_schema
+
+def recorded(cls, *args, **kwargs):
+    built.append(cls.__qualname__)
+    return build_json_schema(cls, *args, **kwargs)
+
+dataclass_schema.build_json_schema = recorded
+from dbt.cli.main import dbtRunner
+
+build = dbtRunner().invoke(["build"])
+print(json.dumps({"build": build.success, "built": built}))
+"""
+
+
+def test_the_servers_children_find_the_schemas_a_build_validates_with_already_built(
+    tmp_path: Path,
+) -> None:
+    project = _write_project(
+        tmp_path,
+        "small",
+        {
+            "numbers.sql": "select 1 as n\n",
+            "schema.yml": "version: 2\nmodels:\n  - name: numbers\n    columns:\n"
+            "      - name: n\n        data_tests: [not_null]\n",
+        },
+    )
+    env = _environment(project)
+    # the project parsed once already, as a refresh's build finds it (a partial parse)
+    subprocess.run([str(DBT), "parse"], cwd=project, env=env, capture_output=True, check=True)
+    built = {}
+    for mode in ("cold", "warm"):
+        result = _last_printed(project, env, SCHEMAS_A_BUILD_BUILDS, mode)
+        assert result["build"]
+        built[mode] = result["built"]
+    # a build in a new process builds the schemas of exactly the classes the server builds
+    assert sorted(built["cold"]) == sorted(name.split(":")[1] for name in VALIDATED)
+    # and none in the server's child: each was built once, by the server, before any fork
+    assert built["warm"] == []
