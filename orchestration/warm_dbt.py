@@ -192,9 +192,7 @@ def serve(listener: socket.socket) -> None:
     # Ctrl-C reaches the whole process group: the client forwards it to the command's child
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     path = listener.getsockname()
-    for module in _PRELOADED:
-        __import__(module)
-    build_validation_schemas()
+    prepare_dbt()
     selector = selectors.DefaultSelector()
     selector.register(listener, selectors.EVENT_READ)
     selector.register(sys.stdin.fileno(), selectors.EVENT_READ, _OWNER)
@@ -210,6 +208,14 @@ def serve(listener: socket.socket) -> None:
                     _report_exit(key, selector)
     finally:
         shutil.rmtree(os.path.dirname(path), ignore_errors=True)
+
+
+def prepare_dbt() -> None:
+    """What the server does before it serves: import what a dbt build imports, and build the
+    JSON schemas its commands validate with, so that every child it forks finds both done."""
+    for module in _PRELOADED:
+        __import__(module)
+    build_validation_schemas()
 
 
 def build_validation_schemas() -> None:

@@ -240,9 +240,7 @@ import dbt_common.dataclass_schema as dataclass_schema
 from findata.orchestration import warm_dbt
 
 if sys.argv[1] == "warm":
-    for module in warm_dbt._PRELOADED:
-        __import__(module)
-    warm_dbt.build_validation_schemas()
+    warm_dbt.prepare_dbt()
 built, build_json_schema = [], dataclass_schema.build_json_schema
 
 def recorded(cls, *args, **kwargs):
