@@ -4,9 +4,11 @@
     .venv/bin/python benchmarks/pipeline.py --size large --home /tmp/findata-large
 
 For each size: generate the demo into a fresh FINDATA_HOME (unless --home already has landing),
-hold the last trading day's bars back, then time a full refresh (nothing cached, no previous
-version), an unchanged refresh, and an incremental refresh once the last day's bars land again
-(as a new file, the way a daily price file arrives). Each refresh runs in a child process
+hold the last two trading days' bars back, then time a full refresh (nothing cached, no previous
+version), an unchanged refresh, and an incremental refresh once the first of those days' bars
+land again (as a new file, the way a daily price file arrives); then, with a warm refresh server
+(``FINDATA_WARM_REFRESH_IDLE_SECONDS``, started here), an unchanged refresh (it waits for the
+server's imports) and the last day's incremental refresh. Each refresh runs in a child process
 so its peak memory (max RSS of the process tree's largest member, dbt included) is its own.
 """
 
@@ -16,6 +18,7 @@ import argparse
 import json
 import os
 import resource
+import signal
 import subprocess
 import sys
 import tempfile
@@ -25,11 +28,20 @@ from pathlib import Path
 import pandas as pd
 
 FINDATA = Path(sys.executable).parent / "findata"
+WARM_IDLE_SECONDS = 600
 
 
-def _run(home: Path, *args: str) -> tuple[float, float, str]:
-    """Run ``findata *args``; wall seconds, peak RSS (MiB) of any child, last stdout line."""
+def _environment(home: Path, *, warm: bool = False) -> dict[str, str]:
     env = {**os.environ, "FINDATA_HOME": str(home), "DAGSTER_HOME": str(home / "dagster")}
+    if warm:
+        env["FINDATA_WARM_REFRESH_IDLE_SECONDS"] = str(WARM_IDLE_SECONDS)
+    return env
+
+
+def _run(home: Path, *args: str, warm: bool = False) -> tuple[float, float, str]:
+    """Run ``findata *args``; wall seconds, peak RSS (MiB) of any child, last stdout line.
+    ``warm``: with the warm refresh server's setting."""
+    env = _environment(home, warm=warm)
     started = time.perf_counter()
     result = subprocess.run(
         [str(FINDATA), *args], env=env, capture_output=True, text=True, check=False
@@ -41,6 +53,15 @@ def _run(home: Path, *args: str) -> tuple[float, float, str]:
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     lines = result.stdout.strip().splitlines()
     return wall, peak, lines[-1] if lines else ""
+
+
+def _start_warm_refresh(home: Path) -> subprocess.Popen[bytes]:
+    """The warm refresh server of ``home``, as a child of this process."""
+    os.environ.update(_environment(home, warm=True))
+    from findata.orchestration.warm_refresh import start_warm_refresh
+    from findata.settings import get_settings
+
+    return start_warm_refresh(get_settings(), detached=False)
 
 
 def _withhold_last_day(landing: Path, held: Path) -> int:
@@ -82,14 +103,31 @@ def main() -> None:
 
     figures = {}
     held = home / "held_back_last_day.csv"
-    added = _withhold_last_day(landing, held) if not held.exists() else 0
+    held_before = home / "held_back_day_before.csv"
+    if not held.exists():
+        added = _withhold_last_day(landing, held)
+        added_before = _withhold_last_day(landing, held_before)
+    else:
+        added = added_before = 0
     wall, peak, version = _run(home, "refresh")
     figures["full refresh"] = (wall, peak, version)
     wall, peak, version = _run(home, "refresh")
     figures["unchanged refresh"] = (wall, peak, version)
-    held.replace(landing / "prices" / "prices_last_day.csv")
+    held_before.replace(landing / "prices" / "prices_day_before.csv")
     wall, peak, version = _run(home, "refresh")
-    figures[f"one-day refresh (+{added} bars)"] = (wall, peak, version)
+    figures[f"one-day refresh (+{added_before} bars)"] = (wall, peak, version)
+
+    # the same with a warm refresh server (FINDATA_WARM_REFRESH_IDLE_SECONDS): started here, so
+    # that its processes' peak memory is counted once it has ended
+    server = _start_warm_refresh(home)
+    wall, peak, version = _run(home, "refresh", warm=True)  # waits for the server's imports
+    figures["unchanged refresh, warm server"] = (wall, peak, version)
+    held.replace(landing / "prices" / "prices_last_day.csv")
+    wall, peak, version = _run(home, "refresh", warm=True)
+    server.send_signal(signal.SIGTERM)
+    server.wait()
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    figures[f"one-day refresh, warm server (+{added} bars)"] = (wall, peak, version)
 
     print(f"size={args.size} home={home}")
     for name, (wall, peak, version) in figures.items():

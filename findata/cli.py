@@ -189,10 +189,49 @@ def refresh(
 ) -> None:
     """Run the whole pipeline once on what is in landing; print the new version. When landing,
     code and contracts are as they were when the current version was built, nothing runs."""
+    code = _refresh_in_warm_server(force)
+    if code is not None:
+        raise typer.Exit(code)
     try:
         _refresh(force=force)
     finally:
         _skip_final_collection()
+
+
+def _refresh_in_warm_server(force: bool) -> int | None:
+    """The refresh run by the warm refresh server when the settings ask for one; its exit
+    status, or None when this process is to refresh itself (no server asked for, or nothing
+    changed: this process says so at once)."""
+    settings = get_settings()
+    if settings.warm_refresh_idle_seconds <= 0:
+        return None
+    from findata.orchestration.build_inputs import build_inputs, nothing_changed_since
+    from findata.orchestration.warm_refresh import in_warm_child, refresh_in_warm_server
+
+    if in_warm_child():
+        return None
+    return refresh_in_warm_server(
+        settings,
+        ["refresh", *(["--force"] if force else [])],
+        worth_starting=lambda: (
+            force or nothing_changed_since(settings, build_inputs(settings)) is None
+        ),
+    )
+
+
+@app.command("warm-refresh-server", hidden=True)
+def warm_refresh_server(listener_fd: int, idle_seconds: float) -> None:
+    """The warm refresh server on the bound socket ``LISTENER_FD`` (started by a refresh:
+    ``orchestration/warm_refresh.py``); each child runs a client's ``findata`` command."""
+    import socket
+
+    from findata.orchestration.warm_refresh import serve_refreshes
+
+    serve_refreshes(
+        socket.socket(fileno=listener_fd),
+        idle_seconds,
+        lambda request: app(args=request.args, prog_name="findata"),
+    )
 
 
 def _skip_final_collection() -> None:

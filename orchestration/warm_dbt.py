@@ -26,19 +26,17 @@ Nothing here imports dbt outside the server, nor Dagster at all.
 from __future__ import annotations
 
 import atexit
-import contextlib
 import importlib
-import json
 import os
-import selectors
 import shutil
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from findata.orchestration import fork_server
 
 #: ``<pid of the process that started the server>:<socket path>``
 SERVER_ENV = "FINDATA_WARM_DBT"
@@ -69,18 +67,17 @@ VALIDATED = (
     "dbt.adapters.duckdb.credentials:DuckDBCredentials",
     "dbt.task.test:TestResultData",
 )
-_LENGTH = struct.Struct("!I")
-_PID = struct.Struct("!q")
-_EXIT_CODE = struct.Struct("!i")
 
 _server: subprocess.Popen[bytes] | None = None
+_address: str | None = None  # the server's socket
+_inherited = False  # a forked child of the process that started the server
 
 
 def start_warm_dbt() -> None:
     """Start this process's dbt server (once; importing dbt from now on, on another core) and
     point this process's children at it (``FINDATA_WARM_DBT``)."""
-    global _server
-    if _server is not None and _server.poll() is None:
+    global _server, _address
+    if _inherited or (_server is not None and _server.poll() is None):
         return  # one server per process: the next refresh of a test run reuses it
     folder = tempfile.mkdtemp(prefix="findata-dbt-")  # 0700: only this user connects
     path = os.path.join(folder, "socket")
@@ -97,8 +94,21 @@ def start_warm_dbt() -> None:
             # dagster-dbt asks dbt for unbuffered output; the children inherit these streams' mode
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
+    _address = path
     os.environ[SERVER_ENV] = f"{os.getpid()}:{path}"
     atexit.register(stop_warm_dbt)
+
+
+def inherit_warm_dbt() -> None:
+    """In a child forked from a process that started a server (a warm refresh's child): the
+    server serves this process's children too, and this process's end leaves it running (it
+    belongs to the process it was forked from)."""
+    global _server, _inherited
+    if _server is None or _address is None:
+        return
+    _server, _inherited = None, True
+    atexit.unregister(stop_warm_dbt)
+    os.environ[SERVER_ENV] = f"{os.getpid()}:{_address}"
 
 
 def stop_warm_dbt() -> None:
@@ -136,76 +146,22 @@ def main() -> None:
     args = sys.argv[1:]
     connection = _connect()
     if connection is not None:
-        request = json.dumps({"args": args, "cwd": os.getcwd(), "env": dict(os.environ)})
-        payload = request.encode()
-        with connection:
-            try:
-                socket.send_fds(connection, [_LENGTH.pack(len(payload))], [0, 1, 2])
-                connection.sendall(payload)
-            except OSError:  # the server is ending
-                status = None
-            else:
-                status = _receive_status(connection)
+        status = fork_server.run_in_server(connection, args)
         if status is not None:
             sys.exit(status)
     # no server, or it ended before it started the command (nothing ran: run it here)
     os.execv(DBT, [str(DBT), *args])
 
 
-def _receive_status(connection: socket.socket) -> int | None:
-    """Forward interrupts to the child the server names, then its exit status; None when the
-    server ended without starting one."""
-    pid = _receive_exactly(connection, _PID.size)
-    if pid is None:
-        return None
-    (child,) = _PID.unpack(pid)
-
-    def forward(signum: int, _frame: object) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(child, signum)
-
-    signal.signal(signal.SIGINT, forward)
-    signal.signal(signal.SIGTERM, forward)
-    code = _receive_exactly(connection, _EXIT_CODE.size)
-    # the server ended while the child ran: the command's fate is unknown, so it failed
-    return _EXIT_CODE.unpack(code)[0] if code is not None else 1
-
-
-def _receive_exactly(connection: socket.socket, size: int) -> bytes | None:
-    data = b""
-    while len(data) < size:
-        chunk = connection.recv(size - len(data))
-        if not chunk:
-            return None
-        data += chunk
-    return data
-
-
-#: the selector's mark on the server's stdin, the pipe from the process that started it
-_OWNER = object()
-
-
 def serve(listener: socket.socket) -> None:
     """The server: import dbt (connections wait on ``listener`` meanwhile), then run each
-    request in a forked child until stdin ends. One thread throughout: a fork copies only the
-    forking thread, so no lock is left held in a child."""
+    command in a forked child until stdin, the pipe from the process that started it, ends."""
     # Ctrl-C reaches the whole process group: the client forwards it to the command's child
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     path = listener.getsockname()
     prepare_dbt()
-    selector = selectors.DefaultSelector()
-    selector.register(listener, selectors.EVENT_READ)
-    selector.register(sys.stdin.fileno(), selectors.EVENT_READ, _OWNER)
     try:
-        while True:
-            for key, _ in selector.select():
-                if key.fileobj is listener:
-                    _accept(listener, selector)
-                elif key.data is _OWNER:
-                    if not os.read(sys.stdin.fileno(), 4096):
-                        return
-                else:
-                    _report_exit(key, selector)
+        fork_server.serve(listener, _run_dbt, owner=sys.stdin.fileno())
     finally:
         shutil.rmtree(os.path.dirname(path), ignore_errors=True)
 
@@ -225,90 +181,12 @@ def build_validation_schemas() -> None:
         getattr(importlib.import_module(module), cls).json_schema()
 
 
-def _accept(listener: socket.socket, selector: selectors.BaseSelector) -> None:
-    """Start the command of the next connection; its child's exit is watched through a pidfd
-    (readable when the child exits: no timed wait, no thread)."""
-    connection, _ = listener.accept()
-    child = _start_command(connection, listener)
-    if child is None:
-        connection.close()
-        return
-    selector.register(os.pidfd_open(child), selectors.EVENT_READ, (child, connection))
+def _run_dbt(request: fork_server.Request) -> None:
+    """In the forked child: ``dbt ARGS``, as the client would have run it."""
+    sys.argv = ["dbt", *request.args]
+    from dbt.cli.main import cli
 
-
-def _report_exit(key: selectors.SelectorKey, selector: selectors.BaseSelector) -> None:
-    """A child exited: send its exit code to its client."""
-    child, connection = key.data
-    selector.unregister(key.fd)
-    os.close(key.fd)
-    _, status = os.waitpid(child, 0)
-    with contextlib.suppress(OSError):  # the client is gone (killed): no one to tell
-        connection.sendall(_EXIT_CODE.pack(os.waitstatus_to_exitcode(status)))
-    connection.close()
-
-
-def _start_command(connection: socket.socket, listener: socket.socket) -> int | None:
-    """Read one request and fork its child; the child's pid, sent to the client too."""
-    try:
-        header, fds, _, _ = socket.recv_fds(connection, _LENGTH.size, 3)
-    except OSError:
-        return None
-    payload = None
-    if len(header) == _LENGTH.size and len(fds) == 3:
-        with contextlib.suppress(OSError):
-            payload = _receive_exactly(connection, _LENGTH.unpack(header)[0])
-    if payload is None:  # a client that ended mid-request: its streams are not kept
-        for fd in fds:
-            os.close(fd)
-        return None
-    request = json.loads(payload)
-    child = os.fork()
-    if child == 0:
-        listener.close()
-        connection.close()
-        _run_command(request, fds)
-    # the child holds the client's streams now: dagster-dbt reads to the end of dbt's stdout,
-    # which comes when the child's copies and the client's close, not this process's
-    for fd in fds:
-        os.close(fd)
-    try:
-        connection.sendall(_PID.pack(child))
-    except OSError:  # the client is gone: so is whoever would read the command's output
-        os.kill(child, signal.SIGTERM)
-    return child
-
-
-def _run_command(request: dict[str, object], fds: list[int]) -> None:
-    """In the forked child: become ``dbt ARGS`` run from the client's folder, environment and
-    streams; never returns."""
-    code = 1
-    try:
-        for target, fd in enumerate(fds):
-            os.dup2(fd, target)
-            os.close(fd)
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        os.chdir(str(request["cwd"]))
-        os.environ.clear()
-        os.environ.update(request["env"])  # type: ignore[arg-type]
-        sys.argv = ["dbt", *request["args"]]  # type: ignore[misc]
-        from dbt.cli.main import cli
-
-        cli(prog_name="dbt")
-    except SystemExit as exit_:
-        code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
-    except BaseException:
-        import traceback
-
-        traceback.print_exc()
-    finally:
-        # what the interpreter's exit would run (dbt's and multiprocessing's atexit functions)
-        # and then nothing of the server's: os._exit, not an exception up the server's stack
-        with contextlib.suppress(BaseException):
-            atexit._run_exitfuncs()
-        for stream in (sys.stdout, sys.stderr):
-            with contextlib.suppress(OSError, ValueError):
-                stream.flush()
-        os._exit(code)
+    cli(prog_name="dbt")
 
 
 if __name__ == "__main__":

@@ -1,8 +1,19 @@
-"""What a Dagster run recorded, read from the instance at ``DAGSTER_HOME``."""
+"""What a Dagster run recorded, read from the instance at ``DAGSTER_HOME``; a refresh killed
+mid-run."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
 import dagster as dg
+
+from findata.settings import Settings
 
 
 def step_errors(run_id: str) -> dict[str, str]:
@@ -13,3 +24,32 @@ def step_errors(run_id: str) -> dict[str, str]:
         str(entry.step_key): entry.dagster_event.step_failure_data.error.to_string()
         for entry in failures
     }
+
+
+def kill_refresh_when_dbt_logs(
+    settings: Settings, marker: bytes, before_kill: Callable[[], None] = lambda: None
+) -> bool:
+    """Start ``findata refresh`` in a process group of its own and SIGKILL the group as soon as
+    dbt's log shows ``marker`` (``before_kill()`` first); True when it was killed (False: it
+    ended first)."""
+    log = settings.dbt_target_dir / "build" / "dbt.log"
+    offset = log.stat().st_size if log.exists() else 0
+    refresh = subprocess.Popen(
+        [str(Path(sys.executable).parent / "findata"), "refresh"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 600
+    while refresh.poll() is None and time.monotonic() < deadline:
+        if log.exists():
+            with log.open("rb") as handle:
+                handle.seek(offset)
+                if marker in handle.read():
+                    before_kill()
+                    os.killpg(refresh.pid, signal.SIGKILL)
+                    refresh.wait()
+                    return True
+        time.sleep(0.01)
+    refresh.wait(timeout=600)
+    return False

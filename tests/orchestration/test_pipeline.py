@@ -10,7 +10,6 @@ import contextlib
 import datetime as dt
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -36,7 +35,7 @@ from findata.orchestration.readers.security_master import read_security_master
 from findata.orchestration.refresh import RefreshOutcome, run_refresh
 from findata.published import attach_version, current_version_at, open_version, version_part_files
 from findata.settings import Settings, get_settings
-from tests.orchestration.dagster_runs import step_errors
+from tests.orchestration.dagster_runs import kill_refresh_when_dbt_logs, step_errors
 from tests.orchestration.landing_edits import (
     add_price_day,
     add_split_mid_history,
@@ -130,31 +129,6 @@ def _check_evaluations(run_id: str | None) -> list[tuple[str, str, bool, set[str
     return [
         (e.asset_key.to_user_string(), e.check_name, e.passed, set(e.metadata)) for e in evaluations
     ]
-
-
-def _kill_refresh_when_dbt_logs(settings: Settings, marker: bytes) -> bool:
-    """Start ``findata refresh`` in a process group of its own and SIGKILL the group as soon as
-    dbt's log shows ``marker``; True when it was killed (False: it ended first)."""
-    log = settings.dbt_target_dir / "build" / "dbt.log"
-    offset = log.stat().st_size if log.exists() else 0
-    refresh = subprocess.Popen(
-        [str(Path(sys.executable).parent / "findata"), "refresh"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    deadline = time.monotonic() + 600
-    while refresh.poll() is None and time.monotonic() < deadline:
-        if log.exists():
-            with log.open("rb") as handle:
-                handle.seek(offset)
-                if marker in handle.read():
-                    os.killpg(refresh.pid, signal.SIGKILL)
-                    refresh.wait()
-                    return True
-        time.sleep(0.01)
-    refresh.wait(timeout=600)
-    return False
 
 
 UNCHANGED_MARTS_FAILED = "the marts left as built failed to load (test)"
@@ -318,7 +292,7 @@ def steps(two_week_old_demo: PublishedDemo, tmp_path_factory: pytest.TempPathFac
         )
         # then killed (SIGKILL to its process group) while dbt rebuilds the prices mart
         # incrementally, just as its pre-hook deletes the bars to rebuild; then run again
-        result.facts["killed_in_dbt"] = _kill_refresh_when_dbt_logs(
+        result.facts["killed_in_dbt"] = kill_refresh_when_dbt_logs(
             settings, b"using prices_rebuild_scope"
         )
         result.facts["current_after_kill"] = current_version_at(settings.control_plane_url)
