@@ -46,10 +46,13 @@ class Request:
     env: dict[str, str]
 
 
-def run_in_server(connection: socket.socket, args: list[str]) -> int | None:
+def run_in_server(
+    connection: socket.socket, args: list[str], *, forward_signals: bool = True
+) -> int | None:
     """Run ``args`` in a child of the server at the other end of ``connection``, with this
     process's standard streams, folder and environment; the child's exit status, or None when
-    the server ended before it started the command (nothing ran)."""
+    the server ended before it started the command (nothing ran). ``forward_signals``: this
+    process's SIGINT and SIGTERM go to the child from then on (a command-line client's)."""
     payload = json.dumps({"args": args, "cwd": os.getcwd(), "env": dict(os.environ)}).encode()
     with connection:
         try:
@@ -57,10 +60,10 @@ def run_in_server(connection: socket.socket, args: list[str]) -> int | None:
             connection.sendall(payload)
         except OSError:  # the server is ending
             return None
-        return _receive_status(connection)
+        return _receive_status(connection, forward_signals)
 
 
-def _receive_status(connection: socket.socket) -> int | None:
+def _receive_status(connection: socket.socket, forward_signals: bool) -> int | None:
     """Forward interrupts to the child the server names, then its exit status; None when the
     server ended without starting one."""
     pid = _receive_exactly(connection, _PID.size)
@@ -72,8 +75,9 @@ def _receive_status(connection: socket.socket) -> int | None:
         with contextlib.suppress(ProcessLookupError):
             os.kill(child, signum)
 
-    signal.signal(signal.SIGINT, forward)
-    signal.signal(signal.SIGTERM, forward)
+    if forward_signals:
+        signal.signal(signal.SIGINT, forward)
+        signal.signal(signal.SIGTERM, forward)
     code = _receive_exactly(connection, _EXIT_CODE.size)
     # the server ended while the child ran: the command's fate is unknown, so it failed
     return _EXIT_CODE.unpack(code)[0] if code is not None else 1

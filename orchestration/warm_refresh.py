@@ -1,20 +1,21 @@
 """A refresh process kept warm between refreshes: ``findata refresh`` without its imports.
 
 Before a refresh's run reads a byte, its process has spent seconds importing Python, Dagster
-and the definitions (~3.5 s of a small one-day refresh's ~13 s here), and its dbt server as
-long again on the other core. With ``FINDATA_WARM_REFRESH_IDLE_SECONDS`` set, ``findata
-refresh`` hands itself (:func:`refresh_in_warm_server`) to a refresh server of its home,
-started by the first refresh that finds none. The server imports
-Dagster and the definitions and starts its warm dbt server once, then forks a child per refresh
-(``fork_server.py``) that runs the command as the client would have: its arguments, standard
-streams, folder and environment, its exit status. Killing the client kills its refresh's
-process group, as killing a refresh's own process group would.
+and the definitions (~3.5 s of a small one-day refresh's ~13 s here), its dbt server as long
+again on the other core, and its checks' helper Great Expectations (~5 s of CPU beside dbt).
+With ``FINDATA_WARM_REFRESH_IDLE_SECONDS`` set, ``findata refresh`` hands itself
+(:func:`refresh_in_warm_server`) to a refresh server of its home, started by the first refresh
+that finds none. The server imports Dagster and the definitions, and starts its warm dbt and
+checks servers (``warm_dbt.py``, ``checks/warm_checks.py``), once; then it forks a child per
+refresh (``fork_server.py``) that runs the command as the client would have: its arguments,
+standard streams, folder and environment, its exit status. Killing the client kills its
+refresh's process group, as killing a refresh's own process group would.
 
 A server serves one home, one set of settings and one version of the code: its address is a
 digest of them (:func:`server_address`), so a refresh with other settings, or after the code
 changed, has a server of its own. A server ends once no refresh has run for that many seconds,
-or on SIGTERM (it waits for the refreshes it runs, then stops its dbt server). Its socket is in
-a folder only its user can enter.
+or on SIGTERM (it waits for the refreshes it runs, then stops its dbt and checks servers). Its
+socket is in a folder only its user can enter.
 """
 
 from __future__ import annotations
@@ -150,6 +151,7 @@ def serve_refreshes(
 ) -> None:
     """The server: import what a refresh imports, then run each client's command as
     ``run_command(request)`` in a forked child until idle for ``idle_seconds`` or SIGTERM."""
+    from findata.orchestration.checks.warm_checks import start_warm_checks, stop_warm_checks
     from findata.orchestration.refresh import prepare_refresh_process
     from findata.orchestration.warm_dbt import start_warm_dbt, stop_warm_dbt
     from findata.settings import get_settings
@@ -157,7 +159,9 @@ def serve_refreshes(
     # a terminal's Ctrl-C reaches its clients alone, which forward it to their child
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     path = Path(listener.getsockname())
+    # dbt and Great Expectations import in their servers while Dagster imports here
     start_warm_dbt()
+    start_warm_checks()
     try:
         # frozen out of the collector's way there: the children share these pages rather
         # than copy them as they collect
@@ -174,6 +178,7 @@ def serve_refreshes(
             path.unlink(missing_ok=True)
             listener.close()
         stop_warm_dbt()
+        stop_warm_checks()
 
 
 def _run_in_child(
@@ -181,9 +186,11 @@ def _run_in_child(
 ) -> None:
     """In a forked child: this process's own dbt server is the server's; then the command."""
     global _in_child
+    from findata.orchestration.checks.warm_checks import inherit_warm_checks
     from findata.orchestration.warm_dbt import inherit_warm_dbt
 
     _in_child = True
     inherit_warm_dbt()
+    inherit_warm_checks()
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
     run_command(request)

@@ -93,9 +93,12 @@ _helper: ProcessPoolExecutor | None = None
 
 
 def start_check_workers() -> None:
-    """Start this process's helper (once): it imports GE from now on, in its own process."""
+    """Start this process's helper (once): it imports GE from now on, in its own process.
+    Nothing to start in a process whose batches go to a warm checks server."""
+    from findata.orchestration.checks.warm_checks import has_warm_checks
+
     global _helper
-    if _helper is None:
+    if _helper is None and not has_warm_checks():
         _helper = ProcessPoolExecutor(
             max_workers=1,
             mp_context=multiprocessing.get_context("spawn"),
@@ -117,16 +120,21 @@ def stop_check_workers() -> None:
 def check_marts(jobs: list[MartCheck]) -> list[MartCheckOutcome]:
     """Every job's outcome, in order, checked ``CHECK_WORKERS`` at a time. A check that raises
     raises here; a helper that died is replaced at the next call."""
+    from findata.orchestration.checks.warm_checks import check_in_warm_server
+
     global _helper
     if not jobs:
         return []
-    start_check_workers()
-    assert _helper is not None
     clock = get_clock()
     # the workers' clock: the process's own, unless a test or server installed another
     now = None if isinstance(clock, SystemClock) else clock.now()
+    outcomes = check_in_warm_server(jobs, now)
+    if outcomes is not None:
+        return outcomes
+    start_check_workers()
+    assert _helper is not None
     try:
-        return _helper.submit(_check_in_workers, jobs, now).result()
+        return _helper.submit(check_in_workers, jobs, now).result()
     except BrokenProcessPool:
         _helper = None
         raise
@@ -160,8 +168,9 @@ def _prepare_helper(parent: int) -> None:
     gc.freeze()
 
 
-def _check_in_workers(jobs: list[MartCheck], now: dt.datetime | None) -> list[MartCheckOutcome]:
-    """In the helper: ``jobs`` checked in workers forked from it, their outcomes in order."""
+def check_in_workers(jobs: list[MartCheck], now: dt.datetime | None) -> list[MartCheckOutcome]:
+    """In a helper (this module's, or one a warm checks server forked): ``jobs`` checked in
+    workers forked from it, their outcomes in order."""
     workers = ProcessPoolExecutor(
         max_workers=min(CHECK_WORKERS, len(jobs)),
         mp_context=multiprocessing.get_context("fork"),

@@ -1,5 +1,7 @@
 """The contract checks' worker processes (``orchestration/checks/workers.py``): the same outcomes
-as a check in this process, in order, on this process's clock; errors and a dead helper."""
+as a check in this process, in order, on this process's clock; errors and a dead helper. Then
+the same from a warm checks server (``orchestration/checks/warm_checks.py``), which a warm
+refresh's checks go to instead of a helper of their own."""
 
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ import pytest
 
 from findata.clock import ManualClock, set_clock
 from findata.contracts.datasets import load_dataset_contract
-from findata.orchestration.checks import workers
+from findata.orchestration.checks import warm_checks, workers
 from findata.orchestration.checks.warehouse import contracted_marts
 from findata.orchestration.checks.workers import (
     MartCheck,
@@ -136,3 +138,51 @@ def test_stopping_the_workers_ends_the_helper(small_warehouse: Path, demo_today:
     stop_check_workers()
     assert workers._helper is None
     assert not psutil.pid_exists(helper) or psutil.Process(helper).status() == "zombie"
+
+
+@pytest.fixture
+def warm() -> Iterator[int]:
+    """This process's checks server (its pid), and no helper of this process's own."""
+    stop_check_workers()
+    warm_checks.start_warm_checks()
+    assert warm_checks._server is not None
+    yield warm_checks._server.pid
+    warm_checks.stop_warm_checks()
+
+
+def test_a_batch_is_checked_by_the_servers_helper_as_here_in_order(
+    warm: int, small_warehouse: Path, demo_today: dt.date, manual_clock: ManualClock
+) -> None:
+    jobs = _jobs(small_warehouse, demo_today)
+    outcomes = check_marts(jobs)
+    assert workers._helper is None  # no helper spawned here: the server's forked one checked
+    here = [check_against_version(job) for job in jobs]
+    assert [_checked(o) for o in outcomes] == [_checked(o) for o in here]
+    assert {o.result.validation["meta"]["run_id"]["run_time"] for o in outcomes if o.result} == {
+        NOW.isoformat()
+    }
+
+
+def test_a_check_that_raises_raises_here_and_the_server_carries_on(
+    warm: int, small_warehouse: Path, demo_today: dt.date, tmp_path: Path
+) -> None:
+    (job, *_) = _jobs(small_warehouse, demo_today)
+    missing = MartCheck(job.contract, tmp_path / "none.duckdb", "marts", None, None, demo_today)
+    with pytest.raises(duckdb.Error, match=r"none\.duckdb"):
+        check_marts([job, missing])
+    (outcome,) = check_marts([job])
+    assert outcome.result is not None and outcome.result.success
+    assert workers._helper is None
+
+
+def test_stopping_the_server_ends_it_and_this_process_checks_with_its_own_helper(
+    warm: int, small_warehouse: Path, demo_today: dt.date
+) -> None:
+    warm_checks.stop_warm_checks()
+    assert not psutil.pid_exists(warm)
+    assert not warm_checks.has_warm_checks()
+    (job, *_) = _jobs(small_warehouse, demo_today)
+    (outcome,) = check_marts([job])
+    assert workers._helper is not None
+    assert outcome.result is not None and outcome.result.success
+    stop_check_workers()
