@@ -31,7 +31,6 @@ from pathlib import Path
 
 from findata.orchestration import fork_server
 from findata.orchestration.checks.workers import (
-    HELPER_NICENESS,
     MartCheck,
     MartCheckOutcome,
     check_in_workers,
@@ -142,11 +141,12 @@ def _check_batch(request: fork_server.Request) -> None:
 
 
 def serve(listener: socket.socket) -> None:
-    """The server: import GE at a lower priority (connections wait meanwhile), then check each
-    batch in a forked helper until stdin ends."""
+    """The server: import GE (connections wait meanwhile), then check each batch in a forked
+    helper until stdin ends. It imports at the usual priority, unlike a refresh's own helper
+    (``workers.HELPER_NICENESS``): beside the refresh server's imports, not beside dbt, and
+    soon done, so that a refresh sent to a server that is ready finds GE imported."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # an interrupt is the refresh's to handle
     path = listener.getsockname()
-    os.nice(HELPER_NICENESS)  # beside the refresh server's imports and dbt, it takes what is left
     from findata.orchestration.checks.gx_runtime import import_gx
 
     import_gx()
