@@ -26,7 +26,9 @@ import selectors
 import signal
 import socket
 import struct
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -44,6 +46,48 @@ class Request:
     args: list[str]
     cwd: str
     env: dict[str, str]
+
+
+def start_owned_server(
+    module: str, prefix: str, env: dict[str, str] | None = None
+) -> tuple[subprocess.Popen[bytes], str]:
+    """Start ``python -m MODULE FD``, a server listening on the socket ``FD``, and its socket's
+    path: in a new folder named ``prefix…`` that only this user can enter, bound before the
+    server starts (a command sent while it imports waits for it). It lives as long as this
+    process: its stdin is a pipe from this process, never written, whose end ends it
+    (:func:`stop_owned_server`, or this process's exit)."""
+    folder = tempfile.mkdtemp(prefix=prefix)  # 0700: only this user connects
+    path = os.path.join(folder, "socket")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(8)
+    with listener:
+        server = subprocess.Popen(
+            [sys.executable, "-m", module, str(listener.fileno())],
+            pass_fds=(listener.fileno(),),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            env=env,
+        )
+    return server, path
+
+
+def stop_owned_server(server: subprocess.Popen[bytes]) -> None:
+    """End a server :func:`start_owned_server` started (its stdin ends) and wait for it."""
+    if server.stdin is not None:
+        server.stdin.close()
+    server.wait()
+
+
+def connect(path: str) -> socket.socket | None:
+    """A connection to the server listening at ``path``; None when none listens there."""
+    connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        connection.connect(path)
+    except OSError:
+        connection.close()
+        return None
+    return connection
 
 
 def run_in_server(

@@ -33,7 +33,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 from findata.orchestration import fork_server
@@ -79,21 +78,12 @@ def start_warm_dbt() -> None:
     global _server, _address
     if _inherited or (_server is not None and _server.poll() is None):
         return  # one server per process: the next refresh of a test run reuses it
-    folder = tempfile.mkdtemp(prefix="findata-dbt-")  # 0700: only this user connects
-    path = os.path.join(folder, "socket")
-    # listening before the server starts: a command sent while it imports dbt waits for it
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(path)
-    listener.listen(8)
-    with listener:
-        _server = subprocess.Popen(
-            [sys.executable, "-m", "findata.orchestration.warm_dbt", str(listener.fileno())],
-            pass_fds=(listener.fileno(),),
-            stdin=subprocess.PIPE,  # never written: its end (this process's exit) ends the server
-            stdout=subprocess.DEVNULL,
-            # dagster-dbt asks dbt for unbuffered output; the children inherit these streams' mode
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )
+    _server, path = fork_server.start_owned_server(
+        "findata.orchestration.warm_dbt",
+        "findata-dbt-",
+        # dagster-dbt asks dbt for unbuffered output; the children inherit these streams' mode
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
     _address = path
     os.environ[SERVER_ENV] = f"{os.getpid()}:{path}"
     atexit.register(stop_warm_dbt)
@@ -118,11 +108,8 @@ def stop_warm_dbt() -> None:
     global _server
     server, _server = _server, None
     os.environ.pop(SERVER_ENV, None)
-    if server is None:
-        return
-    if server.stdin is not None:
-        server.stdin.close()
-    server.wait()
+    if server is not None:
+        fork_server.stop_owned_server(server)
 
 
 def _connect() -> socket.socket | None:
@@ -132,13 +119,7 @@ def _connect() -> socket.socket | None:
     # `findata refresh`) has its own dbt, in its own process group, killed with it
     if not path or owner != str(os.getppid()):
         return None
-    connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        connection.connect(path)
-    except OSError:
-        connection.close()
-        return None
-    return connection
+    return fork_server.connect(path)
 
 
 def main() -> None:

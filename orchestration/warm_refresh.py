@@ -77,10 +77,10 @@ def refresh_in_warm_server(
     try:
         path = server_address(settings)
         with _address_lock(path):
-            connection = _connect(path)
+            connection = fork_server.connect(str(path))
             if connection is None and worth_starting():
                 _start_at(settings, path, detached=True)
-                connection = _connect(path)
+                connection = fork_server.connect(str(path))
     except OSError:
         return None
     if connection is None:
@@ -129,16 +129,6 @@ def _address_lock(path: Path) -> Iterator[None]:
         yield
 
 
-def _connect(path: Path) -> socket.socket | None:
-    connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        connection.connect(str(path))
-    except OSError:
-        connection.close()
-        return None
-    return connection
-
-
 def in_warm_child() -> bool:
     """Whether this process is a refresh server's child (it runs its refresh itself)."""
     return _in_child
@@ -184,7 +174,7 @@ def serve_refreshes(
 def _run_in_child(
     request: fork_server.Request, run_command: Callable[[fork_server.Request], None]
 ) -> None:
-    """In a forked child: this process's own dbt server is the server's; then the command."""
+    """In a forked child: its dbt and checks servers are the server's; then the command."""
     global _in_child
     from findata.orchestration.checks.warm_checks import inherit_warm_checks
     from findata.orchestration.warm_dbt import inherit_warm_dbt

@@ -46,24 +46,9 @@ def start_warm_checks() -> None:
     global _server, _address
     if _server is not None and _server.poll() is None:
         return
-    folder = tempfile.mkdtemp(prefix="findata-checks-")  # 0700: only this user connects
-    path = os.path.join(folder, "socket")
-    # listening before the server starts: a batch sent while it imports GE waits for it
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(path)
-    listener.listen(8)
-    with listener:
-        _server = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "findata.orchestration.checks.warm_checks",
-                str(listener.fileno()),
-            ],
-            pass_fds=(listener.fileno(),),
-            stdin=subprocess.PIPE,  # never written: its end (this process's exit) ends the server
-            stdout=subprocess.DEVNULL,
-        )
+    _server, path = fork_server.start_owned_server(
+        "findata.orchestration.checks.warm_checks", "findata-checks-"
+    )
     _address = path
     atexit.register(stop_warm_checks)
 
@@ -72,11 +57,8 @@ def stop_warm_checks() -> None:
     """End this process's checks server, if it started one, and wait for it."""
     global _server, _address
     server, _server, _address = _server, None, None
-    if server is None:
-        return
-    if server.stdin is not None:
-        server.stdin.close()
-    server.wait()
+    if server is not None:
+        fork_server.stop_owned_server(server)
 
 
 def inherit_warm_checks() -> None:
@@ -99,13 +81,8 @@ def check_in_warm_server(
     """``jobs`` checked by a helper the checks server forks, on the clock ``now`` (None: the
     system's), their outcomes in order; None when this process has no server, or it ended
     before it took the batch (nothing was checked). A check that raises raises here."""
-    if _address is None:
-        return None
-    connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        connection.connect(_address)
-    except OSError:
-        connection.close()
+    connection = None if _address is None else fork_server.connect(_address)
+    if connection is None:
         return None
     with tempfile.TemporaryDirectory(prefix="findata-checks-") as folder:
         batch, outcomes = Path(folder) / "batch.pickle", Path(folder) / "outcomes.pickle"

@@ -71,8 +71,20 @@ def _checked(outcome: MartCheckOutcome) -> tuple[Any, ...]:
     )
 
 
+@pytest.fixture(params=["own helper", "warm checks server"])
+def checked_by(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Where this process's batches are checked: its own helper, or a warm checks server (and
+    then no helper of its own)."""
+    if request.param == "warm checks server":
+        stop_check_workers()
+        warm_checks.start_warm_checks()
+    yield request.param
+    warm_checks.stop_warm_checks()
+    assert (workers._helper is None) == (request.param == "warm checks server")
+
+
 def test_the_workers_check_every_mart_as_this_process_does_in_order(
-    small_warehouse: Path, demo_today: dt.date, manual_clock: ManualClock
+    checked_by: str, small_warehouse: Path, demo_today: dt.date, manual_clock: ManualClock
 ) -> None:
     jobs = _jobs(small_warehouse, demo_today)
     assert len(jobs) >= 10
@@ -87,7 +99,7 @@ def test_the_workers_check_every_mart_as_this_process_does_in_order(
 
 
 def test_a_check_that_raises_raises_here_and_the_workers_carry_on(
-    small_warehouse: Path, demo_today: dt.date, tmp_path: Path
+    checked_by: str, small_warehouse: Path, demo_today: dt.date, tmp_path: Path
 ) -> None:
     (job, *_) = _jobs(small_warehouse, demo_today)
     missing = MartCheck(job.contract, tmp_path / "none.duckdb", "marts", None, None, demo_today)
@@ -148,31 +160,6 @@ def warm() -> Iterator[int]:
     assert warm_checks._server is not None
     yield warm_checks._server.pid
     warm_checks.stop_warm_checks()
-
-
-def test_a_batch_is_checked_by_the_servers_helper_as_here_in_order(
-    warm: int, small_warehouse: Path, demo_today: dt.date, manual_clock: ManualClock
-) -> None:
-    jobs = _jobs(small_warehouse, demo_today)
-    outcomes = check_marts(jobs)
-    assert workers._helper is None  # no helper spawned here: the server's forked one checked
-    here = [check_against_version(job) for job in jobs]
-    assert [_checked(o) for o in outcomes] == [_checked(o) for o in here]
-    assert {o.result.validation["meta"]["run_id"]["run_time"] for o in outcomes if o.result} == {
-        NOW.isoformat()
-    }
-
-
-def test_a_check_that_raises_raises_here_and_the_server_carries_on(
-    warm: int, small_warehouse: Path, demo_today: dt.date, tmp_path: Path
-) -> None:
-    (job, *_) = _jobs(small_warehouse, demo_today)
-    missing = MartCheck(job.contract, tmp_path / "none.duckdb", "marts", None, None, demo_today)
-    with pytest.raises(duckdb.Error, match=r"none\.duckdb"):
-        check_marts([job, missing])
-    (outcome,) = check_marts([job])
-    assert outcome.result is not None and outcome.result.success
-    assert workers._helper is None
 
 
 def test_stopping_the_server_ends_it_and_this_process_checks_with_its_own_helper(
