@@ -214,7 +214,10 @@ def serve(
                     stopping = True
                     selector.unregister(listener)
             elif isinstance(key.data, _ClientGone):
-                _kill_when_client_gone(key, selector, own_group)
+                # not a child whose exit this batch of events reported already: its pid, reaped,
+                # may be another process's by now
+                if key.data.child in running:
+                    _kill_when_client_gone(key, selector, own_group)
             else:
                 _report_exit(key, selector)
                 running.discard(key.data.child)
