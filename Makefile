@@ -14,7 +14,8 @@ $(BIN)/findata: pyproject.toml clients/python/pyproject.toml
 
 # the project's own modules, byte-compiled: an editable install leaves that to their first
 # import, which never writes it where PYTHONDONTWRITEBYTECODE is set (as on this project's
-# machines), so every process compiled them again (~0.8 s of importing the definitions). A
+# machines), so every process compiled them again (~0.3 s of CPU of importing the definitions
+# and the CLI, 3.5-4.0 s against 3.8-4.1 s). A
 # wheel's install compiles its modules so; a module edited since is compiled again here
 SOURCES := findata accounts api contracts orchestration webhooks transforms clients/python/findata_client
 
