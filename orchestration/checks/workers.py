@@ -97,8 +97,15 @@ def start_check_workers() -> None:
     Nothing to start in a process whose batches go to a warm checks server."""
     from findata.orchestration.checks.warm_checks import has_warm_checks
 
+    if not has_warm_checks():
+        _start_helper()
+
+
+def _start_helper() -> None:
+    """This process's helper, started unless it runs (a batch a warm checks server did not
+    take is checked here)."""
     global _helper
-    if _helper is None and not has_warm_checks():
+    if _helper is None:
         _helper = ProcessPoolExecutor(
             max_workers=1,
             mp_context=multiprocessing.get_context("spawn"),
@@ -131,7 +138,7 @@ def check_marts(jobs: list[MartCheck]) -> list[MartCheckOutcome]:
     outcomes = check_in_warm_server(jobs, now)
     if outcomes is not None:
         return outcomes
-    start_check_workers()
+    _start_helper()
     assert _helper is not None
     try:
         return _helper.submit(check_in_workers, jobs, now).result()

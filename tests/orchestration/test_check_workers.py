@@ -173,3 +173,16 @@ def test_stopping_the_server_ends_it_and_this_process_checks_with_its_own_helper
     assert workers._helper is not None
     assert outcome.result is not None and outcome.result.success
     stop_check_workers()
+
+
+def test_a_batch_a_dead_warm_checks_server_cannot_take_is_checked_by_this_processs_helper(
+    warm: int, small_warehouse: Path, demo_today: dt.date
+) -> None:
+    os.kill(warm, signal.SIGKILL)
+    psutil.Process(warm).wait(timeout=30)
+    assert warm_checks.has_warm_checks()  # still pointed at it: the batch finds it gone
+    (job, *_) = _jobs(small_warehouse, demo_today)
+    (outcome,) = check_marts([job])
+    assert workers._helper is not None
+    assert outcome.result is not None and outcome.result.success
+    stop_check_workers()
