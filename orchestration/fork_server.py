@@ -23,6 +23,7 @@ import contextlib
 import json
 import os
 import selectors
+import shutil
 import signal
 import socket
 import struct
@@ -70,6 +71,23 @@ def start_owned_server(
             env=env,
         )
     return server, path
+
+
+def serve_owned(
+    listener: socket.socket, prepare: Callable[[], None], run_command: Callable[[Request], None]
+) -> None:
+    """The server :func:`start_owned_server` started: ``prepare()`` (its imports; connections
+    wait on ``listener`` meanwhile), then :func:`serve` until stdin, the pipe from the process
+    that started it, ends; then its socket's folder is removed. It ignores SIGINT throughout:
+    a terminal's Ctrl-C reaches its owner's whole process group, and a client forwards it to
+    its command's child."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    path = listener.getsockname()
+    try:
+        prepare()
+        serve(listener, run_command, owner=sys.stdin.fileno())
+    finally:
+        shutil.rmtree(os.path.dirname(path), ignore_errors=True)
 
 
 def stop_owned_server(server: subprocess.Popen[bytes]) -> None:

@@ -28,8 +28,6 @@ from __future__ import annotations
 import atexit
 import importlib
 import os
-import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -68,16 +66,17 @@ VALIDATED = (
 )
 
 _server: subprocess.Popen[bytes] | None = None
-_address: str | None = None  # the server's socket
-_inherited = False  # a forked child of the process that started the server
+_address: str | None = None  # the server's socket, known to this process and its forks
 
 
 def start_warm_dbt() -> None:
     """Start this process's dbt server (once; importing dbt from now on, on another core) and
     point this process's children at it (``FINDATA_WARM_DBT``)."""
     global _server, _address
-    if _inherited or (_server is not None and _server.poll() is None):
-        return  # one server per process: the next refresh of a test run reuses it
+    if _address is not None and (_server is None or _server.poll() is None):
+        # one server per process (the next refresh of a test run reuses it); in a fork of the
+        # process that started it (no _server of its own), that process's
+        return
     _server, path = fork_server.start_owned_server(
         "findata.orchestration.warm_dbt",
         "findata-dbt-",
@@ -93,10 +92,10 @@ def inherit_warm_dbt() -> None:
     """In a child forked from a process that started a server (a warm refresh's child): the
     server serves this process's children too, and this process's end leaves it running (it
     belongs to the process it was forked from)."""
-    global _server, _inherited
+    global _server
     if _server is None or _address is None:
         return
-    _server, _inherited = None, True
+    _server = None
     atexit.unregister(stop_warm_dbt)
     os.environ[SERVER_ENV] = f"{os.getpid()}:{_address}"
 
@@ -105,8 +104,8 @@ def stop_warm_dbt() -> None:
     """End this process's dbt server, if any (as its exit would: the server's stdin ends), and
     wait for it to remove its socket's folder. A process that goes on after its refreshes (the
     demo, serving) stops it rather than keep an idle dbt."""
-    global _server
-    server, _server = _server, None
+    global _server, _address
+    server, _server, _address = _server, None, None
     os.environ.pop(SERVER_ENV, None)
     if server is not None:
         fork_server.stop_owned_server(server)
@@ -137,14 +136,7 @@ def main() -> None:
 def serve(listener: socket.socket) -> None:
     """The server: import dbt (connections wait on ``listener`` meanwhile), then run each
     command in a forked child until stdin, the pipe from the process that started it, ends."""
-    # Ctrl-C reaches the whole process group: the client forwards it to the command's child
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    path = listener.getsockname()
-    prepare_dbt()
-    try:
-        fork_server.serve(listener, _run_dbt, owner=sys.stdin.fileno())
-    finally:
-        shutil.rmtree(os.path.dirname(path), ignore_errors=True)
+    fork_server.serve_owned(listener, prepare_dbt, _run_dbt)
 
 
 def prepare_dbt() -> None:

@@ -19,10 +19,7 @@ from __future__ import annotations
 import atexit
 import datetime as dt
 import gc
-import os
 import pickle
-import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -122,16 +119,14 @@ def serve(listener: socket.socket) -> None:
     helper until stdin ends. It imports at the usual priority, unlike a refresh's own helper
     (``workers.HELPER_NICENESS``): beside the refresh server's imports, not beside dbt, and
     soon done, so that a refresh sent to a server that is ready finds GE imported."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # an interrupt is the refresh's to handle
-    path = listener.getsockname()
+    fork_server.serve_owned(listener, _prepare, _check_batch)
+
+
+def _prepare() -> None:
     from findata.orchestration.checks.gx_runtime import import_gx
 
     import_gx()
     gc.freeze()  # the helpers share these pages rather than copy them as they collect
-    try:
-        fork_server.serve(listener, _check_batch, owner=sys.stdin.fileno())
-    finally:
-        shutil.rmtree(os.path.dirname(path), ignore_errors=True)
 
 
 if __name__ == "__main__":
