@@ -128,7 +128,10 @@ def run_in_server(
 def _receive_status(connection: socket.socket, forward_signals: bool) -> int | None:
     """Forward interrupts to the child the server names, then its exit status; None when the
     server ended without starting one."""
-    pid = _receive_exactly(connection, _PID.size)
+    try:
+        pid = _receive_exactly(connection, _PID.size)
+    except OSError:  # reset: the server closed its listener with this connection queued
+        pid = None
     if pid is None:
         return None
     (child,) = _PID.unpack(pid)
@@ -140,7 +143,10 @@ def _receive_status(connection: socket.socket, forward_signals: bool) -> int | N
     if forward_signals:
         signal.signal(signal.SIGINT, forward)
         signal.signal(signal.SIGTERM, forward)
-    code = _receive_exactly(connection, _EXIT_CODE.size)
+    try:
+        code = _receive_exactly(connection, _EXIT_CODE.size)
+    except OSError:
+        code = None
     # the server ended while the child ran: the command's fate is unknown, so it failed
     return _EXIT_CODE.unpack(code)[0] if code is not None else 1
 
@@ -185,6 +191,7 @@ def serve(
     idle_seconds: float | None = None,
     own_group: bool = False,
     stop_signal: signal.Signals | None = None,
+    on_stop: Callable[[], None] | None = None,
 ) -> None:
     """Serve connections on ``listener`` until the pipe ``owner`` ends, or, with
     ``idle_seconds``, once no child has run for that long. Each command runs in a forked child
@@ -194,7 +201,9 @@ def serve(
     ``own_group``: each child leads a process group of its own, killed whole when its client
     ends first (a server in a session of its own, whose children start processes). Otherwise
     a child stays in the server's group, killed with it (a server in its owner's group).
-    ``stop_signal``: on it, accept no more commands and return once the running ones ended.
+    ``stop_signal``: on it, accept no more commands and return once the running ones ended;
+    ``on_stop()`` is called then, before they end: the caller stops listening, so that a client
+    is refused at once rather than queued for a server that will not take it.
     """
     selector = selectors.DefaultSelector()
     selector.register(listener, selectors.EVENT_READ)
@@ -214,6 +223,8 @@ def serve(
             return  # idle for idle_seconds
         for key, _ in events:
             if key.fileobj is listener:
+                if stopping:  # reported in the batch that stopped it: it may be closed
+                    continue
                 connection, _ = listener.accept()
                 child = _start_command(connection, listener, run_command, own_group)
                 if child is None:
@@ -231,6 +242,8 @@ def serve(
                 if not stopping:
                     stopping = True
                     selector.unregister(listener)
+                    if on_stop is not None:
+                        on_stop()
             elif isinstance(key.data, _ClientGone):
                 # not a child whose exit this batch of events reported already: its pid, reaped,
                 # may be another process's by now

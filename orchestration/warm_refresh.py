@@ -14,8 +14,8 @@ refresh's process group, as killing a refresh's own process group would.
 A server serves one home, one set of settings and one version of the code: its address is a
 digest of them (:func:`server_address`), so a refresh with other settings, or after the code
 changed, has a server of its own. A server ends once no refresh has run for that many seconds,
-or on SIGTERM (it waits for the refreshes it runs, then stops its dbt and checks servers). Its
-socket is in a folder only its user can enter.
+or on SIGTERM (it stops listening at once, waits for the refreshes it runs, then stops its dbt
+and checks servers). Its socket is in a folder only its user can enter.
 """
 
 from __future__ import annotations
@@ -148,7 +148,7 @@ def serve_refreshes(
 
     # a terminal's Ctrl-C reaches its clients alone, which forward it to their child
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    path = Path(listener.getsockname())
+    stop_listening = _listening_stopper(listener)
     # dbt and Great Expectations import in their servers while Dagster imports here
     start_warm_dbt()
     start_warm_checks()
@@ -162,13 +162,35 @@ def serve_refreshes(
             idle_seconds=idle_seconds,
             own_group=True,
             stop_signal=signal.SIGTERM,
+            on_stop=stop_listening,
         )
     finally:
-        with _address_lock(path):
-            path.unlink(missing_ok=True)
-            listener.close()
+        stop_listening()
         stop_warm_dbt()
         stop_warm_checks()
+
+
+def _listening_stopper(listener: socket.socket) -> Callable[[], None]:
+    """What ends the server's listening, at once and once: its socket unlinked (if it is still
+    the one it was started on) and closed, under the address's lock. From then on a refresh
+    finds no server here and starts one, even while this one's last refreshes run; a client
+    that connected just before is refused (it refreshes in its own process)."""
+    path = Path(listener.getsockname())
+    own_socket = path.stat().st_ino
+    stopped = False
+
+    def stop_listening() -> None:
+        nonlocal stopped
+        if stopped:
+            return
+        stopped = True
+        with _address_lock(path):
+            with contextlib.suppress(FileNotFoundError):
+                if path.stat().st_ino == own_socket:
+                    path.unlink()
+            listener.close()
+
+    return stop_listening
 
 
 def _run_in_child(

@@ -1,7 +1,8 @@
 """The fork server (``orchestration/fork_server.py``): a command run in its child has the
 client's streams, folder, environment and exit status; a killed client takes its command's
-process group with it; the server ends when idle, and on its stop signal once the running
-commands have ended.
+process group with it; the server ends when idle, and on its stop signal, refusing new clients
+at once, once the running commands have ended; a client queued on a server that stops
+listening is told that nothing ran.
 
 Real processes and sockets: a server script whose commands are small Python functions, and a
 client script that runs one command in it."""
@@ -20,6 +21,8 @@ from pathlib import Path
 import psutil
 import pytest
 
+from findata.orchestration import fork_server
+
 SERVER = """
 import os, signal, socket, subprocess, sys, time
 from findata.orchestration import fork_server
@@ -36,13 +39,15 @@ def run(request):
         other = subprocess.Popen(["sleep", "120"])
         print(os.getpid(), other.pid, flush=True)
         time.sleep(float(rest[0]))
-    if action == "pause":
+    if action == "until":  # runs until the file rest[0] exists
         print(os.getpid(), flush=True)
-        time.sleep(float(rest[0]))
+        while not os.path.exists(rest[0]):
+            time.sleep(0.05)
 
+listener = socket.socket(fileno=int(sys.argv[1]))
 print("ready", flush=True)
-fork_server.serve(socket.socket(fileno=int(sys.argv[1])), run, idle_seconds=float(sys.argv[2]),
-                  own_group=True, stop_signal=signal.SIGTERM)
+fork_server.serve(listener, run, idle_seconds=float(sys.argv[2]), own_group=True,
+                  stop_signal=signal.SIGTERM, on_stop=listener.close)
 """
 
 CLIENT = """
@@ -89,6 +94,19 @@ def _client(path: Path, *args: str, **kwargs: object) -> subprocess.Popen[str]:
         text=True,
         **kwargs,  # type: ignore[call-overload]
     )
+
+
+def _refused_within(path: Path, seconds: float) -> bool:
+    """Whether connecting to ``path`` is refused within ``seconds`` (the server stopped
+    listening)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        connection = fork_server.connect(str(path))
+        if connection is None:
+            return True
+        connection.close()
+        time.sleep(0.05)
+    return False
 
 
 def _gone(pids: list[int], within: float = 15.0) -> bool:
@@ -151,15 +169,34 @@ def test_the_server_ends_once_idle_for_its_idle_seconds(tmp_path: Path) -> None:
 
 
 def test_on_its_stop_signal_the_server_ends_once_the_running_command_has(
-    server: tuple[subprocess.Popen[str], Path],
+    server: tuple[subprocess.Popen[str], Path], tmp_path: Path
 ) -> None:
     process, path = server
-    client = _client(path, "pause", "2")
+    go_on = tmp_path / "go-on"
+    client = _client(path, "until", str(go_on))
     assert client.stdout is not None
     client.stdout.readline()  # the command runs
     process.send_signal(signal.SIGTERM)
-    with pytest.raises(subprocess.TimeoutExpired):
-        process.wait(timeout=0.5)  # the command still runs: the server waits for it
+    # it stops listening at once (on_stop): a new client is refused, not queued
+    assert _refused_within(path, 15.0)
+    assert client.poll() is None  # the command still runs: the server waits for it
+    assert process.poll() is None
+    go_on.touch()
     client.communicate(timeout=60)
     assert client.returncode == 0
     assert process.wait(timeout=30) == 0
+
+
+def test_a_client_queued_on_a_server_that_stops_listening_is_told_nothing_ran(
+    tmp_path: Path,
+) -> None:
+    # a server ending (idle, or its stop signal) closes its listener with a client queued on
+    # it: the client's request was never read, so it runs the command itself
+    path = tmp_path / "server.sock"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    listener.listen(8)
+    connection = fork_server.connect(str(path))
+    assert connection is not None
+    listener.close()
+    assert fork_server.run_in_server(connection, ["echo", "0"], forward_signals=False) is None
