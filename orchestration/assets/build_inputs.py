@@ -27,6 +27,8 @@ class RefreshConfig(dg.Config):
     key=BUILD_INPUTS,
     group_name="landing",
     output_required=False,
+    # the first step: the run holds its home's refresh lock from before it (refresh_lock.py)
+    required_resource_keys={"refresh_lock"},
     description="The fingerprint of landing, code and contracts; a refresh stops here when it "
     "equals the one the current version was built from.",
 )

@@ -10,6 +10,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 
@@ -26,19 +27,19 @@ def step_errors(run_id: str) -> dict[str, str]:
     }
 
 
-def kill_refresh_when_dbt_logs(
-    settings: Settings, marker: bytes, before_kill: Callable[[], None] = lambda: None
-) -> bool:
-    """Start ``findata refresh`` in a process group of its own and SIGKILL the group as soon as
-    dbt's log shows ``marker`` (``before_kill()`` first); True when it was killed (False: it
-    ended first)."""
+def refresh_when_dbt_logs(
+    settings: Settings, marker: bytes, **popen: Any
+) -> tuple[subprocess.Popen[bytes], bool]:
+    """Start ``findata refresh`` in a process group of its own (``popen``: its streams, DEVNULL
+    unless given) and return it once dbt's log shows ``marker`` (True), or once it ended first
+    (False)."""
     log = settings.dbt_target_dir / "build" / "dbt.log"
     offset = log.stat().st_size if log.exists() else 0
+    streams = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, **popen}
     refresh = subprocess.Popen(
         [str(Path(sys.executable).parent / "findata"), "refresh"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
         start_new_session=True,
+        **streams,
     )
     deadline = time.monotonic() + 600
     while refresh.poll() is None and time.monotonic() < deadline:
@@ -46,10 +47,22 @@ def kill_refresh_when_dbt_logs(
             with log.open("rb") as handle:
                 handle.seek(offset)
                 if marker in handle.read():
-                    before_kill()
-                    os.killpg(refresh.pid, signal.SIGKILL)
-                    refresh.wait()
-                    return True
+                    return refresh, True
         time.sleep(0.01)
     refresh.wait(timeout=600)
-    return False
+    return refresh, False
+
+
+def kill_refresh_when_dbt_logs(
+    settings: Settings, marker: bytes, before_kill: Callable[[], None] = lambda: None
+) -> bool:
+    """Start ``findata refresh`` in a process group of its own and SIGKILL the group as soon as
+    dbt's log shows ``marker`` (``before_kill()`` first); True when it was killed (False: it
+    ended first)."""
+    refresh, seen = refresh_when_dbt_logs(settings, marker)
+    if not seen:
+        return False
+    before_kill()
+    os.killpg(refresh.pid, signal.SIGKILL)
+    refresh.wait()
+    return True

@@ -1,0 +1,189 @@
+"""One refresh run at a time per home (``orchestration/refresh_lock.py``): the lock is held
+through a refresh's build; a refresh started while it is held waits, saying who holds it, then
+builds and publishes; a killed holder leaves no lock.
+
+Real ``findata`` processes on a copy of the shared two-week-old demo home, and real processes
+holding the lock."""
+
+from __future__ import annotations
+
+import datetime as dt
+import fcntl
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from conftest import PublishedDemo
+
+from findata.orchestration.refresh_lock import hold_refresh_lock, refresh_lock_path
+from findata.published import current_version_at
+from findata.settings import Settings, get_settings
+from tests.orchestration.dagster_runs import refresh_when_dbt_logs
+from tests.orchestration.landing_edits import add_price_day, next_session
+
+FINDATA = Path(sys.executable).parent / "findata"
+
+HOLDER = """
+import sys
+from pathlib import Path
+from findata.orchestration.refresh_lock import hold_refresh_lock
+
+with hold_refresh_lock(Path(sys.argv[1]), "run held-by-a-test", print):
+    print("held", flush=True)
+    sys.stdin.readline()
+"""
+
+
+@dataclass
+class Overlap:
+    """A refresh of one home probed while its dbt ran; then another started while a process
+    held the lock, probed while it waited."""
+
+    first_seen_in_dbt: bool
+    lock_held_in_dbt: bool
+    first: str
+    waited: bool
+    running_while_held: bool
+    current_while_held: str
+    second: subprocess.CompletedProcess[str]
+    current: str
+
+
+def _locked(path: Path) -> bool:
+    """Whether another process holds the lock ``path`` (probed without waiting)."""
+    fd = os.open(path, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def _hold(path: Path) -> subprocess.Popen[str]:
+    """A process holding the lock ``path`` until a line reaches its stdin."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+    return holder
+
+
+def _release(holder: subprocess.Popen[str]) -> None:
+    assert holder.stdin is not None
+    holder.stdin.write("done\n")
+    holder.stdin.flush()
+
+
+def _until_logged(log: Path, text: str, process: subprocess.Popen[bytes]) -> bool:
+    """Whether ``text`` appears in ``log`` before ``process`` ends (or 600 s pass)."""
+    deadline = time.monotonic() + 600
+    while process.poll() is None and time.monotonic() < deadline:
+        if text in log.read_text():
+            return True
+        time.sleep(0.05)
+    return text in log.read_text()
+
+
+def _current(settings: Settings) -> str:
+    version = current_version_at(settings.control_plane_url)
+    return version.label if version else ""
+
+
+@pytest.fixture(scope="module")
+def overlap(two_week_old_demo: PublishedDemo, tmp_path_factory: pytest.TempPathFactory) -> Overlap:
+    folder = tmp_path_factory.mktemp("refresh-lock")
+    home = two_week_old_demo.copy_to(folder / "home")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("FINDATA_HOME", str(home))
+        patch.setenv("DAGSTER_HOME", str(home / "dagster"))
+        patch.delenv("FINDATA_WARM_REFRESH_IDLE_SECONDS", raising=False)
+        settings = get_settings()
+        lock = refresh_lock_path(settings)
+        day = next_session(dt.date.fromisoformat(two_week_old_demo.scenarios["as_of"]))
+        entity = two_week_old_demo.scenarios["plain"]["entity_id"]
+        add_price_day(settings.landing_dir, day, [entity])
+        first, seen = refresh_when_dbt_logs(
+            settings, b"using prices_rebuild_scope", stdout=subprocess.PIPE
+        )
+        held = seen and _locked(lock)
+        first.communicate(timeout=600)
+        published = _current(settings)
+
+        # another day lands while a process holds the lock: the refresh waits for it
+        add_price_day(settings.landing_dir, next_session(day), [entity])
+        holder = _hold(lock)
+        log = folder / "second.err"
+        with log.open("wb") as err:
+            second = subprocess.Popen([str(FINDATA), "refresh"], stdout=subprocess.PIPE, stderr=err)
+            waited = _until_logged(log, "waiting for it to end", second)
+            running = second.poll() is None
+            current_while_held = _current(settings)
+            _release(holder)
+            out, _ = second.communicate(timeout=600)
+        holder.wait(timeout=60)
+        return Overlap(
+            first_seen_in_dbt=seen,
+            lock_held_in_dbt=held,
+            first=published,
+            waited=waited,
+            running_while_held=running,
+            current_while_held=current_while_held,
+            second=subprocess.CompletedProcess(
+                second.args, second.returncode, out.decode(), log.read_text()
+            ),
+            current=_current(settings),
+        )
+
+
+def test_the_lock_is_held_while_a_refresh_builds(overlap: Overlap) -> None:
+    assert overlap.first_seen_in_dbt
+    assert overlap.lock_held_in_dbt
+
+
+def test_a_refresh_waits_for_the_lock_saying_who_holds_it_then_publishes(
+    overlap: Overlap,
+) -> None:
+    assert overlap.waited and overlap.running_while_held
+    assert "(run held-by-a-test): waiting for it to end" in overlap.second.stderr
+    assert overlap.current_while_held == overlap.first  # nothing published meanwhile
+    assert overlap.second.returncode == 0, overlap.second.stderr[-3000:]
+    published = overlap.second.stdout.strip().splitlines()[-1]
+    assert overlap.current == published != overlap.first
+
+
+def test_a_held_lock_names_its_holder_and_is_waited_for(tmp_path: Path) -> None:
+    path = tmp_path / "refresh.lock"
+    holder = _hold(path)
+    said: list[str] = []
+
+    def release_the_holder(message: str) -> None:
+        said.append(message)
+        _release(holder)
+
+    with hold_refresh_lock(path, "run waiting", release_the_holder):
+        assert holder.wait(timeout=60) == 0  # it let go: this holds the lock now
+        assert path.read_text() == "run waiting"
+    assert said == [
+        f"another refresh of this home holds {path} (run held-by-a-test): waiting for it to end"
+    ]
+
+
+def test_a_killed_holder_leaves_no_lock(tmp_path: Path) -> None:
+    path = tmp_path / "refresh.lock"
+    holder = _hold(path)
+    assert _locked(path)
+    holder.kill()
+    holder.wait(timeout=60)
+    said: list[str] = []
+    with hold_refresh_lock(path, "run after a kill", said.append):
+        pass
+    assert said == []  # taken at once: nothing to wait for
