@@ -7,7 +7,7 @@ from findata.orchestration.assets.checks import contract_checks
 from findata.orchestration.assets.dbt import dbt_models, dbt_resource
 from findata.orchestration.assets.publishing import REFRESH_CRON, publish_version
 from findata.orchestration.assets.raw import raw_tables
-from findata.orchestration.refresh_lock import refresh_lock
+from findata.orchestration.refresh_lock import REFRESH_LOCK, refresh_lock
 from findata.orchestration.sensors import build_landing_sensor
 
 refresh_job = dg.define_asset_job(
@@ -28,7 +28,7 @@ defs = dg.Definitions(
         ),
     ],
     sensors=[build_landing_sensor(refresh_job.name)],
-    resources={"dbt": dbt_resource, "refresh_lock": refresh_lock},
+    resources={"dbt": dbt_resource, REFRESH_LOCK: refresh_lock},
     # one step at a time: every step writes or reads the one build warehouse (DuckDB allows a
     # single writer)
     executor=dg.in_process_executor,

@@ -5,8 +5,8 @@ build warehouse from its raw step to its publish. A second run on the same home 
 ``findata refresh`` overlapping a slow one, the sensor's run beside a command-line refresh)
 failed in its raw step on DuckDB's file lock, with a traceback. Instead, a run holds an
 exclusive ``flock`` on ``build/refresh.lock`` from before its first step to after its last
-(:func:`refresh_lock`, a resource the first step requires: Dagster sets it up before the plan
-and tears it down after it). A second run waits for it, saying whose run it waits for, then
+(:func:`refresh_lock`, a resource every step of the job requires: Dagster sets it up before
+the plan and tears it down after it). A second run waits for it, saying whose run it waits for, then
 starts from what that one left: often nothing has changed, and it stops at its first step.
 
 The kernel drops a ``flock`` with its process, so a killed refresh leaves no lock behind.
@@ -25,6 +25,11 @@ from pathlib import Path
 import dagster as dg
 
 from findata.settings import Settings, get_settings
+
+#: the resource key every step of the refresh job requires: a run of any subset of the job
+#: (the UI can materialize one asset) holds the lock too; in-process, Dagster sets a run's
+#: resources up once, for its whole plan
+REFRESH_LOCK = "refresh_lock"
 
 
 def refresh_lock_path(settings: Settings) -> Path:

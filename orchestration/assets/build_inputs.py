@@ -12,6 +12,7 @@ import dagster as dg
 from findata.orchestration.build_inputs import build_inputs, nothing_changed_since, start_build
 from findata.orchestration.dbt_scope import forget_dbt_build
 from findata.orchestration.raw import forget_landing_fingerprints
+from findata.orchestration.refresh_lock import REFRESH_LOCK
 from findata.settings import get_settings
 
 BUILD_INPUTS = dg.AssetKey("build_inputs")
@@ -27,8 +28,7 @@ class RefreshConfig(dg.Config):
     key=BUILD_INPUTS,
     group_name="landing",
     output_required=False,
-    # the first step: the run holds its home's refresh lock from before it (refresh_lock.py)
-    required_resource_keys={"refresh_lock"},
+    required_resource_keys={REFRESH_LOCK},
     description="The fingerprint of landing, code and contracts; a refresh stops here when it "
     "equals the one the current version was built from.",
 )

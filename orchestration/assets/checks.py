@@ -11,6 +11,7 @@ from findata.orchestration.checks.results import ContractCheckResult
 from findata.orchestration.checks.unchanged import VersionComparison
 from findata.orchestration.checks.workers import MartCheck, MartCheckOutcome, check_marts
 from findata.orchestration.publish import contracts_published
+from findata.orchestration.refresh_lock import REFRESH_LOCK
 from findata.published import current_version_at
 from findata.settings import get_settings
 
@@ -58,6 +59,7 @@ def _contract_checks() -> dg.AssetChecksDefinition:
             for key, contract in contracts.items()
         ],
         can_subset=True,
+        required_resource_keys={REFRESH_LOCK},
     )
     def data_contracts(context: dg.AssetCheckExecutionContext) -> Iterator[dg.AssetCheckResult]:
         settings = get_settings()

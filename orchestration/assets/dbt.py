@@ -40,6 +40,7 @@ from findata.orchestration.dbt_scope import (
     plan_dbt_build,
     record_dbt_build,
 )
+from findata.orchestration.refresh_lock import REFRESH_LOCK
 from findata.settings import get_settings
 
 PARTIAL_PARSE = "partial_parse.msgpack"
@@ -109,10 +110,12 @@ prepare_manifest(dbt_project)
     manifest=dbt_project.manifest_path,
     project=dbt_project,
     dagster_dbt_translator=FindataTranslator(),
+    required_resource_keys={"dbt", REFRESH_LOCK},
 )
-def dbt_models(context: dg.AssetExecutionContext, dbt: DbtCliResource) -> Iterator[Any]:
+def dbt_models(context: dg.AssetExecutionContext) -> Iterator[Any]:
     """``dbt build``: the models downstream of a raw source that changed (every model when the
     code changed or no build is recorded: ``dbt_scope.py``), with their tests."""
+    dbt: DbtCliResource = context.resources.dbt
     settings = get_settings()
     dbt_environment(settings)
     manifest = json.loads(dbt_project.manifest_path.read_text())

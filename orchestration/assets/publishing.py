@@ -16,6 +16,7 @@ from findata.logs import log_fields
 from findata.orchestration.assets.checks import mart_asset_key
 from findata.orchestration.build_inputs import finish_build
 from findata.orchestration.publish import contracts_published, publish
+from findata.orchestration.refresh_lock import REFRESH_LOCK
 from findata.orchestration.retention import remove_superseded_versions
 from findata.published import current_version_at
 from findata.settings import get_settings
@@ -38,6 +39,7 @@ log = logging.getLogger("findata.publish")
 
 @dg.multi_asset(
     name="publish",
+    required_resource_keys={REFRESH_LOCK},
     specs=[
         dg.AssetSpec(
             PUBLISHED_VERSION,

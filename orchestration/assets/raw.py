@@ -13,6 +13,7 @@ from findata.orchestration.build_inputs import code_fingerprint, files_fingerpri
 from findata.orchestration.landing import LANDING_SOURCES, LandingSource
 from findata.orchestration.landing_cache import load_source
 from findata.orchestration.raw import RAW_SCHEMA, unchanged_raw_tables
+from findata.orchestration.refresh_lock import REFRESH_LOCK
 from findata.settings import get_settings
 
 
@@ -42,6 +43,7 @@ def source_fingerprint(landing: Path, files: list[Path]) -> str:
         for table in source.tables
     ],
     can_subset=True,
+    required_resource_keys={REFRESH_LOCK},
 )
 def raw_tables(context: dg.AssetExecutionContext) -> Iterator[dg.MaterializeResult]:
     """Each landing source read into its raw tables, one source after another, in one step (a

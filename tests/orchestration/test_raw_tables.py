@@ -5,6 +5,7 @@ them (``assets/raw.py``) on a selection of raw tables."""
 from __future__ import annotations
 
 import datetime as dt
+import os
 from pathlib import Path
 
 import dagster as dg
@@ -20,6 +21,7 @@ from findata.orchestration.raw import (
     unchanged_raw_tables,
     write_raw_tables,
 )
+from findata.orchestration.refresh_lock import REFRESH_LOCK, refresh_lock, refresh_lock_path
 from findata.settings import get_settings
 
 TABLES = ("prices", "prices_notes")
@@ -67,8 +69,17 @@ def test_a_selection_of_raw_tables_reads_their_sources_alone(
     monkeypatch.setenv("FINDATA_HOME", str(home))
     selection = [raw_asset_key("form4_owners"), raw_asset_key("security_master")]
     with dg.DagsterInstance.ephemeral() as instance:
-        result = dg.materialize([raw_tables], selection=selection, instance=instance)
+        result = dg.materialize(
+            [raw_tables],
+            selection=selection,
+            instance=instance,
+            resources={REFRESH_LOCK: refresh_lock},
+        )
     assert result.success
+    # a run of a subset of the job holds the home's refresh lock too
+    assert (
+        refresh_lock_path(get_settings()).read_text() == f"run {result.run_id}, pid {os.getpid()}"
+    )
     reported = [e.asset_key for e in result.get_asset_materialization_events()]
     assert sorted(reported) == sorted(selection)
     warehouse = get_settings().warehouse_path
