@@ -6,8 +6,9 @@ build warehouse from its raw step to its publish. A second run on the same home 
 failed in its raw step on DuckDB's file lock, with a traceback. Instead, a run holds an
 exclusive ``flock`` on ``build/refresh.lock`` from before its first step to after its last
 (:func:`refresh_lock`, a resource every step of the job requires: Dagster sets it up before
-the plan and tears it down after it). A second run waits for it, saying whose run it waits for, then
-starts from what that one left: often nothing has changed, and it stops at its first step.
+the plan and tears it down after it). A second run waits for it, saying whose run it waits
+for, then starts from what that one left: often nothing has changed, and it stops at its
+first step.
 
 The kernel drops a ``flock`` with its process, so a killed refresh leaves no lock behind.
 Hosts with homes of their own (the scale-out's pipeline hosts) each have their own lock; what
