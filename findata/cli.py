@@ -7,6 +7,7 @@ changes nothing.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
 import time
@@ -566,6 +567,7 @@ def contracts_check(
         run_contract_checks,
         write_data_docs,
     )
+    from findata.orchestration.refresh_lock import hold_refresh_lock, refresh_lock_path
 
     settings = get_settings()
     if not settings.warehouse_path.exists():
@@ -575,13 +577,19 @@ def contracts_check(
             err=True,
         )
         raise typer.Exit(1)
-    results = run_contract_checks(
-        settings.warehouse_path,
-        "marts",
-        today=utc_today(get_clock()),
-        previous_counts=previous_row_counts(),
-        full_check_max_rows=sys.maxsize if full else FULL_CHECK_MAX_ROWS,
-    )
+    # the warehouse has one writer at a time: a refresh running now is waited for
+    with hold_refresh_lock(
+        refresh_lock_path(settings),
+        f"findata contracts check, pid {os.getpid()}",
+        lambda message: typer.echo(f"findata: {message}", err=True),
+    ):
+        results = run_contract_checks(
+            settings.warehouse_path,
+            "marts",
+            today=utc_today(get_clock()),
+            previous_counts=previous_row_counts(),
+            full_check_max_rows=sys.maxsize if full else FULL_CHECK_MAX_ROWS,
+        )
     docs = write_data_docs(results, settings.home_dir / "contracts" / "data_docs")
     _print_json(
         {

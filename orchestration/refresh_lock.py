@@ -50,7 +50,7 @@ def hold_refresh_lock(path: Path, holder: str, on_wait: Callable[[str], None]) -
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             other = os.pread(fd, 4096, 0).decode(errors="replace").strip() or "unknown"
-            on_wait(f"another refresh of this home holds {path} ({other}): waiting for it to end")
+            on_wait(f"the build warehouse is in use ({other} holds {path}): waiting for it")
             fcntl.flock(fd, fcntl.LOCK_EX)
         os.ftruncate(fd, 0)
         os.pwrite(fd, holder.encode(), 0)

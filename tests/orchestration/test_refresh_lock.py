@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import fcntl
+import json
 import os
 import subprocess
 import sys
@@ -51,6 +52,7 @@ class Overlap:
     current_while_held: str
     second: subprocess.CompletedProcess[str]
     current: str
+    home: Path
 
 
 def _locked(path: Path) -> bool:
@@ -124,7 +126,7 @@ def overlap(two_week_old_demo: PublishedDemo, tmp_path_factory: pytest.TempPathF
         log = folder / "second.err"
         with log.open("wb") as err:
             second = subprocess.Popen([str(FINDATA), "refresh"], stdout=subprocess.PIPE, stderr=err)
-            waited = _until_logged(log, "waiting for it to end", second)
+            waited = _until_logged(log, "waiting for it", second)
             running = second.poll() is None
             current_while_held = _current(settings)
             _release(holder)
@@ -141,6 +143,7 @@ def overlap(two_week_old_demo: PublishedDemo, tmp_path_factory: pytest.TempPathF
                 second.args, second.returncode, out.decode(), log.read_text()
             ),
             current=_current(settings),
+            home=home,
         )
 
 
@@ -153,11 +156,33 @@ def test_a_refresh_waits_for_the_lock_saying_who_holds_it_then_publishes(
     overlap: Overlap,
 ) -> None:
     assert overlap.waited and overlap.running_while_held
-    assert "(run held-by-a-test): waiting for it to end" in overlap.second.stderr
+    assert "(run held-by-a-test holds" in overlap.second.stderr
     assert overlap.current_while_held == overlap.first  # nothing published meanwhile
     assert overlap.second.returncode == 0, overlap.second.stderr[-3000:]
     published = overlap.second.stdout.strip().splitlines()[-1]
     assert overlap.current == published != overlap.first
+
+
+def test_contracts_check_waits_for_a_held_lock_then_checks(
+    overlap: Overlap, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FINDATA_HOME", str(overlap.home))
+    monkeypatch.setenv("DAGSTER_HOME", str(overlap.home / "dagster"))
+    holder = _hold(refresh_lock_path(get_settings()))
+    log = tmp_path / "check.err"
+    with log.open("wb") as err:
+        check = subprocess.Popen(
+            [str(FINDATA), "contracts", "check"], stdout=subprocess.PIPE, stderr=err
+        )
+        waited = _until_logged(log, "(run held-by-a-test holds", check)
+        running = check.poll() is None
+        _release(holder)
+        out, _ = check.communicate(timeout=600)
+    holder.wait(timeout=60)
+    assert waited and running  # not DuckDB's lock error: it waited
+    assert check.returncode == 0, log.read_text()[-3000:]
+    datasets = json.loads(out)["datasets"]
+    assert datasets and all(result["success"] for result in datasets.values())
 
 
 def test_a_held_lock_names_its_holder_and_is_waited_for(tmp_path: Path) -> None:
@@ -173,7 +198,7 @@ def test_a_held_lock_names_its_holder_and_is_waited_for(tmp_path: Path) -> None:
         assert holder.wait(timeout=60) == 0  # it let go: this holds the lock now
         assert path.read_text() == "run waiting"
     assert said == [
-        f"another refresh of this home holds {path} (run held-by-a-test): waiting for it to end"
+        f"the build warehouse is in use (run held-by-a-test holds {path}): waiting for it"
     ]
 
 
