@@ -11,6 +11,7 @@ import datetime as dt
 import fcntl
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -183,6 +184,35 @@ def test_contracts_check_waits_for_a_held_lock_then_checks(
     assert check.returncode == 0, log.read_text()[-3000:]
     datasets = json.loads(out)["datasets"]
     assert datasets and all(result["success"] for result in datasets.values())
+
+
+def test_ctrl_c_ends_a_refresh_waiting_for_the_lock_at_once(
+    overlap: Overlap,
+    two_week_old_demo: PublishedDemo,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("FINDATA_HOME", str(overlap.home))
+    monkeypatch.setenv("DAGSTER_HOME", str(overlap.home / "dagster"))
+    settings = get_settings()
+    day = dt.date.fromisoformat(two_week_old_demo.scenarios["as_of"])
+    for _ in range(3):  # a day after the two the overlap's refreshes published
+        day = next_session(day)
+    add_price_day(settings.landing_dir, day, [two_week_old_demo.scenarios["plain"]["entity_id"]])
+    holder = _hold(refresh_lock_path(settings))
+    log = tmp_path / "refresh.err"
+    with log.open("wb") as err:
+        refresh = subprocess.Popen([str(FINDATA), "refresh"], stdout=subprocess.PIPE, stderr=err)
+        waited = _until_logged(log, "waiting for it", refresh)
+        refresh.send_signal(signal.SIGINT)
+        refresh.communicate(timeout=120)  # not as long as the holder holds the lock
+    still_held = holder.poll() is None
+    _release(holder)
+    holder.wait(timeout=60)
+    assert waited and still_held
+    assert refresh.returncode == 1
+    assert "nothing was published and the current version stays current" in log.read_text()
+    assert _current(settings) == overlap.current
 
 
 def test_a_held_lock_names_its_holder_and_is_waited_for(tmp_path: Path) -> None:
