@@ -7,6 +7,7 @@ holding the lock."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import fcntl
 import json
@@ -17,13 +18,18 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import httpx
+import psutil
 import pytest
 from conftest import PublishedDemo
 
 from findata.orchestration.refresh_lock import hold_refresh_lock, refresh_lock_path
 from findata.published import current_version_at
 from findata.settings import Settings, get_settings
+from tests.api.server import free_port
+from tests.findata.stopping import command_env, command_group, send, wait_answering, wait_group_gone
 from tests.orchestration.dagster_runs import refresh_when_dbt_logs
 from tests.orchestration.landing_edits import add_price_day, next_session
 
@@ -213,6 +219,88 @@ def test_ctrl_c_ends_a_refresh_waiting_for_the_lock_at_once(
     assert refresh.returncode == 1
     assert "nothing was published and the current version stays current" in log.read_text()
     assert _current(settings) == overlap.current
+
+
+def _graphql(port: int, query: str, **variables: object) -> dict[str, Any]:
+    answer = httpx.post(
+        f"http://127.0.0.1:{port}/graphql",
+        json={"query": query, "variables": variables},
+        timeout=60,
+    )
+    return answer.json()["data"]  # type: ignore[no-any-return]
+
+
+def _run_status(port: int, run_id: str) -> str:
+    query = "query R($id: ID!) { runOrError(runId: $id) { ... on Run { status } } }"
+    return str(_graphql(port, query, id=run_id)["runOrError"]["status"])
+
+
+def _run_messages(port: int, run_id: str) -> list[str]:
+    query = (
+        "query L($id: ID!) { logsForRun(runId: $id) { ... on EventConnection { events { "
+        "... on MessageEvent { message } } } } }"
+    )
+    events = _graphql(port, query, id=run_id)["logsForRun"]["events"]
+    return [event.get("message", "") for event in events]
+
+
+def _lock_openers(path: Path) -> list[int]:
+    """The processes that have the lock file ``path`` open."""
+    found = []
+    for process in psutil.process_iter():
+        with contextlib.suppress(psutil.Error):
+            if any(Path(opened.path) == path for opened in process.open_files()):
+                found.append(process.pid)
+    return found
+
+
+def test_a_run_waiting_for_the_lock_terminated_from_the_ui_is_canceled_and_ends(
+    overlap: Overlap, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FINDATA_HOME", str(overlap.home))
+    lock = refresh_lock_path(get_settings())
+    holder = _hold(lock)
+    port = free_port()
+    with (
+        (tmp_path / "ui.log").open("wb") as output,
+        command_group(["ui", "--port", str(port)], command_env(overlap.home, 25.0), output) as ui,
+    ):
+        wait_answering(f"http://127.0.0.1:{port}/server_info", ui, 240)
+        launched = _graphql(
+            port,
+            "mutation L($p: ExecutionParams!) { launchRun(executionParams: $p) { "
+            "... on LaunchRunSuccess { run { runId } } } }",
+            p={
+                "selector": {
+                    "repositoryLocationName": "findata.orchestration.definitions",
+                    "repositoryName": "__repository__",
+                    "jobName": "refresh",
+                },
+                "runConfigData": {},
+            },
+        )
+        run_id = launched["launchRun"]["run"]["runId"]
+        deadline = time.monotonic() + 240
+        while not any("waiting for it" in m for m in _run_messages(port, run_id)):
+            assert time.monotonic() < deadline, _run_messages(port, run_id)
+            time.sleep(0.2)
+        _graphql(
+            port,
+            "mutation T($id: String!) { terminateRun(runId: $id) { __typename } }",
+            id=run_id,
+        )
+        deadline = time.monotonic() + 60
+        while (status := _run_status(port, run_id)) not in ("CANCELED", "FAILURE", "SUCCESS"):
+            assert time.monotonic() < deadline, status
+            time.sleep(0.2)
+        openers = _lock_openers(lock)
+        still_held = holder.poll() is None
+        send(ui, signal.SIGTERM, to_group=False)
+        wait_group_gone(ui, 25.0)
+    _release(holder)
+    holder.wait(timeout=60)
+    assert status == "CANCELED"
+    assert still_held and openers == [holder.pid]  # the run's process ended while it waited
 
 
 def test_a_held_lock_names_its_holder_and_is_waited_for(tmp_path: Path) -> None:
