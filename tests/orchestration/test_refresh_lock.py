@@ -53,6 +53,7 @@ class Overlap:
 
     first_seen_in_dbt: bool
     lock_held_in_dbt: bool
+    first_returncode: int
     first: str
     waited: bool
     running_while_held: bool
@@ -142,6 +143,7 @@ def overlap(two_week_old_demo: PublishedDemo, tmp_path_factory: pytest.TempPathF
         return Overlap(
             first_seen_in_dbt=seen,
             lock_held_in_dbt=held,
+            first_returncode=first.returncode,
             first=published,
             waited=waited,
             running_while_held=running,
@@ -157,6 +159,7 @@ def overlap(two_week_old_demo: PublishedDemo, tmp_path_factory: pytest.TempPathF
 def test_the_lock_is_held_while_a_refresh_builds(overlap: Overlap) -> None:
     assert overlap.first_seen_in_dbt
     assert overlap.lock_held_in_dbt
+    assert overlap.first_returncode == 0
 
 
 def test_a_refresh_waits_for_the_lock_saying_who_holds_it_then_publishes(
