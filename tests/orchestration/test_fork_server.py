@@ -176,12 +176,14 @@ def test_on_its_stop_signal_the_server_ends_once_the_running_command_has(
     client = _client(path, "until", str(go_on))
     assert client.stdout is not None
     client.stdout.readline()  # the command runs
-    process.send_signal(signal.SIGTERM)
-    # it stops listening at once (on_stop): a new client is refused, not queued
-    assert _refused_within(path, 15.0)
-    assert client.poll() is None  # the command still runs: the server waits for it
-    assert process.poll() is None
-    go_on.touch()
+    try:
+        process.send_signal(signal.SIGTERM)
+        # it stops listening at once (on_stop): a new client is refused, not queued
+        assert _refused_within(path, 15.0)
+        assert client.poll() is None  # the command still runs: the server waits for it
+        assert process.poll() is None
+    finally:
+        go_on.touch()  # the command ends, failed assertion or not (its group outlives the server)
     client.communicate(timeout=60)
     assert client.returncode == 0
     assert process.wait(timeout=30) == 0
