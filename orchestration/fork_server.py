@@ -128,10 +128,8 @@ def run_in_server(
 def _receive_status(connection: socket.socket, forward_signals: bool) -> int | None:
     """Forward interrupts to the child the server names, then its exit status; None when the
     server ended without starting one."""
-    try:
-        pid = _receive_exactly(connection, _PID.size)
-    except OSError:  # reset: the server closed its listener with this connection queued
-        pid = None
+    # None also when reset: the server closed its listener with this connection queued
+    pid = _receive_exactly(connection, _PID.size)
     if pid is None:
         return None
     (child,) = _PID.unpack(pid)
@@ -143,18 +141,19 @@ def _receive_status(connection: socket.socket, forward_signals: bool) -> int | N
     if forward_signals:
         signal.signal(signal.SIGINT, forward)
         signal.signal(signal.SIGTERM, forward)
-    try:
-        code = _receive_exactly(connection, _EXIT_CODE.size)
-    except OSError:
-        code = None
+    code = _receive_exactly(connection, _EXIT_CODE.size)
     # the server ended while the child ran: the command's fate is unknown, so it failed
     return _EXIT_CODE.unpack(code)[0] if code is not None else 1
 
 
 def _receive_exactly(connection: socket.socket, size: int) -> bytes | None:
+    """``size`` bytes from ``connection``; None when it ends (or is reset) first."""
     data = b""
     while len(data) < size:
-        chunk = connection.recv(size - len(data))
+        try:
+            chunk = connection.recv(size - len(data))
+        except OSError:
+            return None
         if not chunk:
             return None
         data += chunk
@@ -319,8 +318,7 @@ def _start_command(
         return None
     payload = None
     if len(header) == _LENGTH.size and len(fds) == 3:
-        with contextlib.suppress(OSError):
-            payload = _receive_exactly(connection, _LENGTH.unpack(header)[0])
+        payload = _receive_exactly(connection, _LENGTH.unpack(header)[0])
     if payload is None:  # a client that ended mid-request: its streams are not kept
         for fd in fds:
             os.close(fd)
