@@ -119,7 +119,7 @@ def create_app(
         metrics=app.state.metrics,
     )
 
-    app.state.mcp = McpEndpoint(app.state.serving, app.state.accounts)
+    app.state.mcp = McpEndpoint(app.state.serving, app.state.accounts, settings.mcp_result_bytes)
     # a route of its own (a mount at /mcp would redirect POST /mcp to /mcp/); every method
     # reaches it, so its 405 names the one it accepts
     app.router.routes.append(Route(MCP_PATH, endpoint=app.state.mcp))

@@ -1,7 +1,8 @@
 """The MCP tools' result budget: what a tool call returns fits an agent's context.
 
 A call without ``limit`` to a tool whose rows page is answered with as many rows of the page as
-fit in ``RESULT_BUDGET_BYTES`` of JSON (at least one row, so paging always moves on). The cut is
+fit in the budget's bytes of JSON (the setting ``mcp_result_bytes``, 32 KB by default; at least
+one row, so paging always moves on). The cut is
 made on the answer before it is counted, cached and enveloped (``AnswerFit`` in
 ``api/data_requests.py``): the quota counts the rows sent, and the continuation in ``meta``
 (``next_cursor``; ``next_offset`` on offset-paged tools; the change feed's ``next_cursor``)
@@ -25,8 +26,6 @@ from findata.api.quotas import entity_ids_of
 from findata.api.responses import json_bytes
 from findata.contracts.endpoints import EndpointContract
 
-#: the default size of a tool's result: its JSON, in bytes (about 8,000 tokens)
-RESULT_BUDGET_BYTES = 32_768
 #: what the budget adds to ``meta`` (the tools' output schemas declare them)
 BUDGET_META: dict[str, dict[str, str]] = {
     "budget_bytes": {"type": "integer"},
@@ -41,11 +40,14 @@ def pages(contract: EndpointContract) -> bool:
     return contract.paging.kind != "none" or contract.paging.row_cursor is not None
 
 
-def budget_for(contract: EndpointContract, arguments: dict[str, Any]) -> AnswerFit | None:
-    """The budget of a call: on tools whose rows page, unless ``limit`` sets the page size."""
+def budget_for(
+    contract: EndpointContract, arguments: dict[str, Any], size: int
+) -> AnswerFit | None:
+    """The budget of a call: ``size`` bytes on tools whose rows page, unless ``limit`` sets the
+    page size."""
     if contract.kind != "data" or not pages(contract) or "limit" in arguments:
         return None
-    return ResultBudget(contract)
+    return ResultBudget(contract, size)
 
 
 @dataclass(frozen=True)
@@ -53,7 +55,7 @@ class ResultBudget:
     """An ``AnswerFit``: the most rows of the page whose body fits ``size`` bytes."""
 
     contract: EndpointContract
-    size: int = RESULT_BUDGET_BYTES
+    size: int
 
     @property
     def name(self) -> str:

@@ -40,7 +40,7 @@ from findata.accounts.store import AccountStore, KeyOwner
 from findata.api.auth import authenticate, read_key
 from findata.api.data_requests import DataRequest, Serving
 from findata.api.errors import ApiError, InternalError
-from findata.api.mcp.budget import RESULT_BUDGET_BYTES, budget_for
+from findata.api.mcp.budget import budget_for
 from findata.api.mcp.results import error_result, leading, tool_result
 from findata.api.mcp.tools import tool_contracts, tool_definition, tool_request
 from findata.api.responses import json_bytes
@@ -60,17 +60,18 @@ INSTRUCTIONS = (
     "Read-only tools over findata's point-in-time financial data, one per endpoint of the "
     "findata API (each tool's description says what it serves). A result is JSON with "
     "`warnings` and `meta` first and the rows in `data`. Without `limit`, a result is cut to "
-    f"{RESULT_BUDGET_BYTES} bytes: `meta.cut_to_budget` says so, and `meta.next_cursor` (or "
-    "`meta.next_offset`) continues exactly where it stopped; `meta.narrow` says how to ask for "
-    "less. A ticker naming several securities is refused with its candidates: call again with "
+    "`meta.budget_bytes`: `meta.cut_to_budget` says when rows were cut, `meta.next_cursor` (or "
+    "`meta.next_offset`) continues exactly there, and `meta.narrow` says how to ask for less. "
+    "A ticker naming several securities is refused with its candidates: call again with "
     "`entity_id`. get_status tells how fresh the data is; get_usage, what your key has used."
 )
 
 
-def mcp_server(serving: Serving) -> Server[Any]:
-    """The SDK server: tools listed and called from the endpoint contracts."""
+def mcp_server(serving: Serving, budget: int) -> Server[Any]:
+    """The SDK server: tools listed and called from the endpoint contracts, their results held
+    to ``budget`` bytes."""
     contracts = tool_contracts()
-    tools = [tool_definition(contract) for contract in contracts.values()]
+    tools = [tool_definition(contract, budget) for contract in contracts.values()]
 
     async def list_tools(_ctx: Any, _params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=tools)
@@ -91,7 +92,7 @@ def mcp_server(serving: Serving) -> Server[Any]:
             owner=request.scope["state"][OWNER_STATE],
             client_ip=request.client.host if request.client else "unknown",
             user_agent=request.headers.get("user-agent"),
-            fit=budget_for(contract, arguments),
+            fit=budget_for(contract, arguments, budget),
         )
         try:
             answer = await anyio.to_thread.run_sync(answer_request, serving, data_request)
@@ -115,9 +116,9 @@ def mcp_server(serving: Serving) -> Server[Any]:
 class McpEndpoint:
     """The ASGI endpoint of ``/mcp``: the key check, then the SDK's streamable HTTP transport."""
 
-    def __init__(self, serving: Serving, accounts: AccountStore) -> None:
+    def __init__(self, serving: Serving, accounts: AccountStore, result_budget: int) -> None:
         self._accounts = accounts
-        server = mcp_server(serving)
+        server = mcp_server(serving, result_budget)
         # keys guard every call, and the service answers on its public host names, so the SDK's
         # DNS-rebinding guard for unauthenticated local servers is off
         security = TransportSecuritySettings(enable_dns_rebinding_protection=False)

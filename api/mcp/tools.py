@@ -22,7 +22,7 @@ from typing import Any
 
 import mcp_types as types
 
-from findata.api.mcp.budget import BUDGET_META, RESULT_BUDGET_BYTES, pages
+from findata.api.mcp.budget import BUDGET_META, pages
 from findata.api.response_docs import body_schema
 from findata.contracts.endpoints import (
     EndpointContract,
@@ -48,7 +48,7 @@ def tool_contracts() -> dict[str, EndpointContract]:
     return {tool_name(contract): contract for contract in contracts}
 
 
-def _schema(contract: EndpointContract, parameter: Parameter) -> dict[str, Any]:
+def _schema(contract: EndpointContract, parameter: Parameter, budget: int) -> dict[str, Any]:
     """The JSON Schema of one argument, from its contract parameter."""
     schema: dict[str, Any] = {"description": parameter.description}
     match parameter.type:
@@ -68,7 +68,7 @@ def _schema(contract: EndpointContract, parameter: Parameter) -> dict[str, Any]:
                 schema["description"] += f" At most {contract.paging.max_limit}."
             if pages(contract):
                 schema["description"] += (
-                    f" Without it, a result holds the rows that fit in {RESULT_BUDGET_BYTES} "
+                    f" Without it, a result holds the rows that fit in {budget} "
                     "bytes; with it, this many rows a page (whatever their size)."
                 )
         case "offset":
@@ -104,13 +104,14 @@ def _path_argument(contract: EndpointContract, name: str) -> str:
     return name
 
 
-def tool_definition(contract: EndpointContract) -> types.Tool:
-    """The MCP tool of ``contract``: its description, input and output schemas, annotations."""
+def tool_definition(contract: EndpointContract, budget: int) -> types.Tool:
+    """The MCP tool of ``contract`` whose results are held to ``budget`` bytes: its description,
+    input and output schemas, annotations."""
     return types.Tool(
         name=tool_name(contract),
         title=contract.summary,
-        description=_description(contract),
-        input_schema=input_schema(contract),
+        description=_description(contract, budget),
+        input_schema=input_schema(contract, budget),
         output_schema=output_schema(contract),
         annotations=types.ToolAnnotations(
             title=contract.summary,
@@ -128,7 +129,7 @@ def _takes_ticker_or_entity_id(contract: EndpointContract) -> bool:
     return bool(subject and subject.path_parameter and subject.entity_id_parameter)
 
 
-def _description(contract: EndpointContract) -> str:
+def _description(contract: EndpointContract, budget: int) -> str:
     """The contract's summary and description, its row order, what names the subject and how
     the result reads."""
     description = f"{contract.summary}. {contract.description}"
@@ -139,12 +140,12 @@ def _description(contract: EndpointContract) -> str:
     if pages(contract):
         description += (
             f" The result: `warnings` and `meta` first, the rows in `data`; without `limit` "
-            f"it is cut to {RESULT_BUDGET_BYTES} bytes and `meta` says how to go on."
+            f"it is cut to {budget} bytes and `meta` says how to go on."
         )
     return description
 
 
-def input_schema(contract: EndpointContract) -> dict[str, Any]:
+def input_schema(contract: EndpointContract, budget: int) -> dict[str, Any]:
     """The tool's arguments: the contract's path and query parameters but the key."""
     properties: dict[str, Any] = {}
     in_every_path = set(re.findall(r"{(\w+)}", contract.paths[0]))
@@ -165,13 +166,13 @@ def input_schema(contract: EndpointContract) -> dict[str, Any]:
                     ),
                 }
             elif declared is not None:
-                properties[argument] = _schema(contract, declared)
+                properties[argument] = _schema(contract, declared, budget)
             else:
                 properties[argument] = {"type": "string", "description": name}
     for parameter in contract.all_parameters:
         if parameter.in_path or parameter.type == "key":
             continue
-        properties[parameter.name] = _schema(contract, parameter)
+        properties[parameter.name] = _schema(contract, parameter, budget)
     required = sorted(_path_argument(contract, name) for name in in_every_path)
     schema: dict[str, Any] = {"type": "object", "properties": properties}
     if required:

@@ -16,6 +16,9 @@ from mcp.client.streamable_http import streamable_http_client
 
 from tests.api.server import RunningApi
 
+#: what the MCP result budget adds to a result's ``meta`` (README, "MCP")
+BUDGET_META = {"budget_bytes", "cut_to_budget", "next_offset", "narrow"}
+
 ToolCall = Callable[[ClientSession], Awaitable[Any]]
 ClientUse = Callable[[Client], Awaitable[Any]]
 

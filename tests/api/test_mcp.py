@@ -13,10 +13,9 @@ import httpx
 import pytest
 from mcp import ClientSession
 
-from findata.api.mcp.budget import BUDGET_META
 from findata.contracts.endpoints import endpoint_names, load_endpoint_contract
 from tests.api.endpoints.api_calls import get
-from tests.api.mcp_sessions import call_tool, over_stdio, with_session
+from tests.api.mcp_sessions import BUDGET_META, call_tool, over_stdio, with_session
 from tests.api.server import RunningApi
 
 
@@ -48,7 +47,8 @@ def test_the_tools_are_the_endpoint_contracts(api: RunningApi, pro_key: str) -> 
 
 
 def _same_requests(scenarios: dict[str, Any]) -> list[tuple[str, dict[str, Any], str, dict]]:
-    """(tool, arguments, REST path, REST parameters) of one request on every endpoint."""
+    """(tool, arguments, REST path, REST parameters) of one request on every endpoint (a
+    ``limit`` where the result budget would cut the page: tests/api/test_mcp_results.py)."""
     plain = scenarios["plain"]["ticker"]
     as_of = scenarios["as_of"]
     return [
@@ -62,17 +62,20 @@ def _same_requests(scenarios: dict[str, Any]) -> list[tuple[str, dict[str, Any],
          {"fields": "eps"}),
         ("get_resolve", {"ticker": plain}, f"/v1/resolve/{plain}", {}),
         ("get_search", {"q": plain}, "/v1/search", {"q": plain}),
-        ("get_insiders", {"ticker": scenarios["insiders"]["ticker"], "include_amendments": True},
-         f"/v1/insiders/{scenarios['insiders']['ticker']}", {"include_amendments": "true"}),
+        ("get_insiders", {"ticker": scenarios["insiders"]["ticker"], "include_amendments": True,
+                          "limit": 20},
+         f"/v1/insiders/{scenarios['insiders']['ticker']}",
+         {"include_amendments": "true", "limit": 20}),
         ("get_holdings", {"ticker": scenarios["holdings"]["ticker"], "limit": 10},
          f"/v1/holdings/{scenarios['holdings']['ticker']}", {"limit": 10}),
         ("get_managers", {"search": scenarios["managers"]["search"]}, "/v1/managers",
          {"search": scenarios["managers"]["search"]}),
-        ("get_manager_holdings", {"manager_id": scenarios["managers"]["manager_id"]},
-         f"/v1/managers/{scenarios['managers']['manager_id']}/holdings", {}),
+        ("get_manager_holdings", {"manager_id": scenarios["managers"]["manager_id"], "limit": 20},
+         f"/v1/managers/{scenarios['managers']['manager_id']}/holdings", {"limit": 20}),
         ("get_index", {"index_name": "sp500", "limit": 20}, "/v1/index/sp500", {"limit": 20}),
         ("get_index_events", {"index_name": "sp500"}, "/v1/index/sp500/events", {}),
-        ("get_changes", {"since": scenarios["as_of"]}, "/v1/changes", {"since": as_of}),
+        ("get_changes", {"since": scenarios["as_of"], "limit": 20}, "/v1/changes",
+         {"since": as_of, "limit": 20}),
     ]  # fmt: skip
 
 
