@@ -92,8 +92,11 @@ class AnswerFit(Protocol):
     answer is counted, cached and enveloped: the quota counts the rows sent, and the next page
     starts where the fitted one ends."""
 
-    #: part of the response cache's key: answers fitted otherwise never stand for each other
-    name: str
+    @property
+    def name(self) -> str:
+        """Part of the response cache's key: answers fitted otherwise never stand for each
+        other."""
+        ...
 
     def __call__(
         self, call: EndpointCall, answer: EndpointAnswer, body: Callable[[EndpointAnswer], bytes]

@@ -2,13 +2,12 @@
 
 A call without ``limit`` to a tool whose rows page is answered with as many rows of the page as
 fit in the budget's bytes of JSON (the setting ``mcp_result_bytes``, 32 KB by default; at least
-one row, so paging always moves on). The cut is
-made on the answer before it is counted, cached and enveloped (``AnswerFit`` in
-``api/data_requests.py``): the quota counts the rows sent, and the continuation in ``meta``
-(``next_cursor``; ``next_offset`` on offset-paged tools; the change feed's ``next_cursor``)
-starts at the first row not sent, so following it fetches every row exactly once. ``meta`` says
-whether rows were cut and how to narrow the call. A ``limit`` sets the page size instead, as on
-REST; ``fields`` (fewer columns) lets more rows fit.
+one row, so paging always moves on). The cut is made on the answer before it is counted, cached
+and enveloped (``AnswerFit`` in ``api/data_requests.py``): the quota counts the rows sent, and
+the continuation in ``meta`` (``next_cursor``; ``next_offset`` on offset-paged tools; the change
+feed's ``next_cursor``) starts at the first row not sent, so following it fetches every row
+exactly once. ``meta`` says whether rows were cut and how to narrow the call. A ``limit`` sets
+the page size instead, as on REST; ``fields`` (fewer columns) lets more rows fit.
 """
 
 from __future__ import annotations
