@@ -119,11 +119,10 @@ def create_app(
         metrics=app.state.metrics,
     )
 
-    app.state.mcp = McpEndpoint(app.state.serving, app.state.accounts)
-    # a route of its own (a mount at /mcp would redirect POST /mcp to /mcp/)
-    app.router.routes.append(
-        Route(MCP_PATH, endpoint=app.state.mcp, methods=["GET", "POST", "DELETE"])
-    )
+    app.state.mcp = McpEndpoint(app.state.serving, app.state.accounts, settings.mcp_result_bytes)
+    # a route of its own (a mount at /mcp would redirect POST /mcp to /mcp/); every method
+    # reaches it, so its 405 names the one it accepts
+    app.router.routes.append(Route(MCP_PATH, endpoint=app.state.mcp))
     # for operators, outside /v1/ and the OpenAPI document: no key, no quota (api/health.py,
     # api/prometheus.py)
     app.router.routes.append(Route("/healthz", endpoint=healthz, methods=["GET"]))

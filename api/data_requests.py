@@ -9,7 +9,9 @@ The REST routes (``api/generate.py``) and the MCP tools each turn what they rece
 4. the Free history floor (rule 7), the tickers per request, the quota (429);
 5. the cached answer, or the subjects resolved (404/409) and the endpoint's handler, within
    the request's time limits (504: ``api/time_limits.py``);
-6. the envelope with its next cursor, and the headers (quota, cache, client notices).
+6. the answer fitted to the front end's bound, if it sets one (``AnswerFit``: the MCP
+   tools' result budget), the envelope with its next cursor, and the headers (quota, cache,
+   client notices).
 
 An error at any step is an ``ApiError``; the front end renders it (the quota reservation is
 settled or given back here, as the spec counts it).
@@ -19,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import sqlalchemy as sa
 
@@ -85,6 +87,24 @@ class Serving:
     metrics: ApiMetrics | None = None  # response-cache hits and misses
 
 
+class AnswerFit(Protocol):
+    """A front end's bound on a fresh answer (the MCP tools' result budget), applied before the
+    answer is counted, cached and enveloped: the quota counts the rows sent, and the next page
+    starts where the fitted one ends."""
+
+    @property
+    def name(self) -> str:
+        """Part of the response cache's key: answers fitted otherwise never stand for each
+        other."""
+        ...
+
+    def __call__(
+        self, call: EndpointCall, answer: EndpointAnswer, body: Callable[[EndpointAnswer], bytes]
+    ) -> EndpointAnswer:
+        """``answer`` fitted; ``body`` renders an answer as the JSON body it would be sent as."""
+        ...
+
+
 @dataclass(frozen=True)
 class DataRequest:
     """One data request as a front end received it, its key already read."""
@@ -97,6 +117,7 @@ class DataRequest:
     owner: KeyOwner | None
     client_ip: str
     user_agent: str | None = None
+    fit: AnswerFit | None = None
 
     @property
     def plan(self) -> Plan | None:
@@ -320,6 +341,8 @@ def answer_cache_key(call: EndpointCall, request: DataRequest) -> str:
     """The response cache's key: the version, the view (plan or keyless, and the UTC day,
     which moves Free's floor), the path and the parameters."""
     view = f"{call.plan.code if call.plan else 'keyless'}:{call.today.isoformat()}"
+    if request.fit is not None:
+        view += f":{request.fit.name}"
     return cache_key(call.version.label, view, request.url_path, request.sent)
 
 
@@ -403,20 +426,27 @@ def respond(
                 )
             )
         return DataResponse(answer.body, {**headers, **notices})
+
+    def body(fitted: EndpointAnswer) -> bytes:
+        cursor = next_cursor(serving.cursors, call, request, fitted)
+        return json_bytes(envelope(call, fitted, cursor))
+
+    if request.fit is not None:
+        answer = request.fit(call, answer, body)
     rows = answer.row_count if answer.row_count is not None else len(answer.rows)
     served = answer.entity_ids if answer.entity_ids is not None else entity_ids_of(answer.rows)
     headers: dict[str, str] = {}
     if quotas is not None and ticket is not None:
         headers = quotas.settle(ticket, call.contract.name, 200, rows, served)
-    body = json_bytes(envelope(call, answer, next_cursor(serving.cursors, call, request, answer)))
+    sent = body(answer)
     headers["Cache-Control"] = answer.cache_control
     if call.floor is not None:
         headers["X-Data-Floor"] = call.floor.isoformat()
     if answer.cache_control != "no-store":
         kept = {name: headers[name] for name in CACHED_HEADERS if name in headers}
         stored_at = serving.clock.now().timestamp()
-        serving.cache.put(key, CachedAnswer(body, kept, stored_at, rows, served))
-    return DataResponse(body, {**headers, **notices})
+        serving.cache.put(key, CachedAnswer(sent, kept, stored_at, rows, served))
+    return DataResponse(sent, {**headers, **notices})
 
 
 def next_cursor(

@@ -83,9 +83,12 @@ def mcp_tool(name: str, arguments: Params) -> Send:
                 "arguments": arguments(n) if callable(arguments) else arguments,
             },
         }
-        response = client.post(
-            "/mcp", json=call, headers={"Accept": "application/json, text/event-stream"}
-        )
+        # the revision a client names gets structured results (none named reads as 2025-03-26)
+        headers = {
+            "Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": "2025-11-25",
+        }
+        response = client.post("/mcp", json=call, headers=headers)
         # the answer is one server-sent event: its data line is the JSON-RPC response
         data = next(line for line in response.text.splitlines() if line.startswith("data:"))
         result = json.loads(data[5:]).get("result") or {}

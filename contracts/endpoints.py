@@ -64,6 +64,13 @@ class Parameter(_Strict):
     )
 
 
+class RowCursor(_Strict):
+    """A cursor every row carries: passed back, it reads the rows after that row."""
+
+    field: str = Field(description="The row field holding the cursor.")
+    parameter: str = Field(description="The parameter that takes it back.")
+
+
 class Paging(_Strict):
     """How results are split into pages."""
 
@@ -71,6 +78,11 @@ class Paging(_Strict):
     default_limit: int | None = None
     max_limit: int | None = None
     limit_in_meta: bool = Field(default=False, description="meta.limit reports the page size.")
+    row_cursor: RowCursor | None = Field(
+        default=None,
+        description="Paging by a cursor each row carries (the change feed): a page cut short "
+        "after a row goes on from that row's cursor.",
+    )
 
     @model_validator(mode="after")
     def _sizes(self) -> Paging:
@@ -203,6 +215,13 @@ class EndpointContract(_Strict):
             )
         if not service and (self.key == "never" or not self.order_description):
             raise ValueError(f"{self.name}: a data endpoint reads the key and has a row order")
+        cursor = self.paging.row_cursor
+        if cursor and (
+            cursor.field not in self.fields.identity or not self.parameter(cursor.parameter)
+        ):
+            raise ValueError(
+                f"{self.name}: a row cursor is a field of every row, sent back as a parameter"
+            )
         return self
 
     @property

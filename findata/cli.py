@@ -381,18 +381,15 @@ def mcp(
     url: Annotated[str, typer.Option(help="The findata service, e.g. https://findata.example")],
 ) -> None:
     """The service's MCP tools over stdio, for MCP clients that launch a command; the key is
-    read from FINDATA_API_KEY."""
+    read from FINDATA_API_KEY (without it, the client's first request gets an MCP error saying
+    so: an MCP client shows that, not a command that exits)."""
     import os
 
     import anyio
 
-    from findata.api.mcp.stdio_proxy import serve_stdio
+    from findata.api.mcp.stdio_proxy import KEY_VARIABLE, serve_stdio
 
-    key = os.environ.get("FINDATA_API_KEY", "")
-    if not key:
-        typer.echo("Set FINDATA_API_KEY to your API key.", err=True)
-        raise typer.Exit(2)
-    anyio.run(serve_stdio, url, key)
+    anyio.run(serve_stdio, url, os.environ.get(KEY_VARIABLE, ""))
 
 
 def _accounts() -> AccountStore:

@@ -123,6 +123,13 @@ class Settings(BaseSettings):
         "every field, as traded, daily); least recently used first out. 0 turns it off: every "
         "request asks DuckDB.",
     )
+    mcp_result_bytes: int = Field(
+        default=32_768,
+        ge=1024,
+        description="The MCP tools' result budget: a tool call without `limit` returns the rows "
+        "whose JSON fits in this many bytes, `meta.next_cursor` (or `next_offset`) going on "
+        "from the first row left out.",
+    )
     published_url: str | None = Field(
         default=None,
         pattern=r"^s3://[^/]+(/.*)?$",

@@ -7,7 +7,13 @@ A client that accepts an event stream gets one; a client that accepts only JSON 
 request, by the REST API's own rules (``api/auth.py``): a refused key is an HTTP 200 with a
 JSON-RPC error, code -32000, whose message is the REST API's ``detail`` for that cause. A tool
 call runs ``answer_request``, the REST route's steps, so it is validated, gated, counted and
-paged exactly as the REST request.
+paged exactly as the REST request, then held to the result budget (``api/mcp/budget.py``) and
+sent once (``api/mcp/results.py``).
+
+The endpoint answers POST only: stateless, it sends no server-initiated messages, so a GET
+stream would stay open with nothing on it, and it keeps no sessions for a DELETE to end; any
+other method is answered 405 with ``Allow: POST`` before the key is read (the MCP
+specification's answer to GET and DELETE on such a server).
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from importlib.metadata import version
 from typing import Any
 
 import anyio.to_thread
@@ -33,6 +40,8 @@ from findata.accounts.store import AccountStore, KeyOwner
 from findata.api.auth import authenticate, read_key
 from findata.api.data_requests import DataRequest, Serving
 from findata.api.errors import ApiError, InternalError
+from findata.api.mcp.budget import budget_for
+from findata.api.mcp.results import error_result, leading, tool_result
 from findata.api.mcp.tools import tool_contracts, tool_definition, tool_request
 from findata.api.responses import json_bytes
 from findata.api.service_requests import answer_request
@@ -44,12 +53,25 @@ MCP_PATH = "/mcp"
 KEY_REFUSED = -32000
 #: where the key check leaves the key's owner for the tool handler
 OWNER_STATE = "findata_owner"
+#: the one HTTP method of the endpoint
+ALLOWED = "POST"
+#: what a client learns at ``initialize`` (or ``server/discover``)
+INSTRUCTIONS = (
+    "Read-only tools over findata's point-in-time financial data, one per endpoint of the "
+    "findata API (each tool's description says what it serves). A result is JSON with "
+    "`warnings` and `meta` first and the rows in `data`. Without `limit`, a result is cut to "
+    "`meta.budget_bytes`: `meta.cut_to_budget` says when rows were cut, `meta.next_cursor` (or "
+    "`meta.next_offset`) continues exactly there, and `meta.narrow` says how to ask for less. "
+    "A ticker naming several securities is refused with its candidates: call again with "
+    "`entity_id`. get_status tells how fresh the data is; get_usage, what your key has used."
+)
 
 
-def mcp_server(serving: Serving) -> Server[Any]:
-    """The SDK server: tools listed and called from the endpoint contracts."""
+def mcp_server(serving: Serving, budget: int) -> Server[Any]:
+    """The SDK server: tools listed and called from the endpoint contracts, their results held
+    to ``budget`` bytes."""
     contracts = tool_contracts()
-    tools = [tool_definition(contract) for contract in contracts.values()]
+    tools = [tool_definition(contract, budget) for contract in contracts.values()]
 
     async def list_tools(_ctx: Any, _params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=tools)
@@ -59,7 +81,8 @@ def mcp_server(serving: Serving) -> Server[Any]:
         if contract is None:  # the MCP specification's protocol error for an unknown tool
             raise MCPError(code=INVALID_PARAMS, message=f"Unknown tool: {params.name}")
         request: Request = ctx.request
-        asked = tool_request(contract, params.arguments or {})
+        arguments = params.arguments or {}
+        asked = tool_request(contract, arguments)
         data_request = DataRequest(
             contract=contract,
             path=asked.path,
@@ -69,36 +92,33 @@ def mcp_server(serving: Serving) -> Server[Any]:
             owner=request.scope["state"][OWNER_STATE],
             client_ip=request.client.host if request.client else "unknown",
             user_agent=request.headers.get("user-agent"),
+            fit=budget_for(contract, arguments, budget),
         )
         try:
             answer = await anyio.to_thread.run_sync(answer_request, serving, data_request)
         except ApiError as error:
-            return _error_result(error)
+            return error_result(error)
         except Exception:
             # as on REST: the traceback to the log, the spec's 500 body to the client
             log.exception("unhandled error in MCP tool %s", params.name)
-            return _error_result(InternalError())
-        return types.CallToolResult(
-            content=[types.TextContent(text=answer.body.decode())],
-            structured_content=orjson.loads(answer.body),
-        )
+            return error_result(InternalError())
+        return tool_result(leading(orjson.loads(answer.body)), ctx.protocol_version)
 
-    return Server("findata", on_list_tools=list_tools, on_call_tool=call_tool)
-
-
-def _error_result(error: ApiError) -> types.CallToolResult:
-    """A failed call: the REST error body as text, ``isError`` true."""
-    return types.CallToolResult(
-        content=[types.TextContent(text=json_bytes(error.body()).decode())], is_error=True
+    return Server(
+        "findata",
+        version=version("findata"),
+        instructions=INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
     )
 
 
 class McpEndpoint:
     """The ASGI endpoint of ``/mcp``: the key check, then the SDK's streamable HTTP transport."""
 
-    def __init__(self, serving: Serving, accounts: AccountStore) -> None:
+    def __init__(self, serving: Serving, accounts: AccountStore, result_budget: int) -> None:
         self._accounts = accounts
-        server = mcp_server(serving)
+        server = mcp_server(serving, result_budget)
         # keys guard every call, and the service answers on its public host names, so the SDK's
         # DNS-rebinding guard for unauthenticated local servers is off
         security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
@@ -118,6 +138,9 @@ class McpEndpoint:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)
+        if request.method != ALLOWED:
+            await _method_not_allowed(request.method)(scope, receive, send)
+            return
         body = await _read_body(request)
         if body is None:
             await _too_large()(scope, receive, send)
@@ -159,6 +182,21 @@ def _too_large() -> Response:
         json_bytes({"jsonrpc": "2.0", "id": None, "error": error}),
         status_code=413,
         media_type="application/json",
+    )
+
+
+def _method_not_allowed(method: str) -> Response:
+    """405 naming the one method: a JSON-RPC error with no ``id`` (no message was read)."""
+    message = (
+        f"Method Not Allowed: {MCP_PATH} accepts {ALLOWED} only, one JSON-RPC message a "
+        "request; this server sends no messages of its own and keeps no sessions."
+    )
+    error = {"code": INVALID_REQUEST, "message": message}
+    return Response(
+        json_bytes({"jsonrpc": "2.0", "error": error}) if method != "HEAD" else b"",
+        status_code=405,
+        media_type="application/json",
+        headers={"Allow": ALLOWED},
     )
 
 

@@ -5,16 +5,25 @@ contract's path and query parameters, except the key (the MCP request carries it
 API reads it); the subject's ticker list is the argument ``ticker`` (the spec's name). Input
 schemas describe types, allowed values and ranges, but the tool call is validated by the same
 steps as the REST route, so a bad argument gets the REST 400 body, not a schema error.
+
+The output schema is the REST body's (``api/response_docs.py``, from the contracts) with what
+the result budget adds to ``meta`` (``api/mcp/budget.py``). Every tool only reads: its
+annotations say so. "One of ``ticker`` or ``entity_id``" is said in words, not as a root
+``anyOf``/``oneOf``: model APIs that MCP clients hand tool schemas to (Anthropic's, OpenAI's)
+refuse composition keywords at the root of an input schema, and some clients drop such tools.
 """
 
 from __future__ import annotations
 
+import copy
 import re
 from dataclasses import dataclass
 from typing import Any
 
 import mcp_types as types
 
+from findata.api.mcp.budget import BUDGET_META, pages
+from findata.api.response_docs import body_schema
 from findata.contracts.endpoints import (
     EndpointContract,
     Parameter,
@@ -39,7 +48,7 @@ def tool_contracts() -> dict[str, EndpointContract]:
     return {tool_name(contract): contract for contract in contracts}
 
 
-def _schema(contract: EndpointContract, parameter: Parameter) -> dict[str, Any]:
+def _schema(contract: EndpointContract, parameter: Parameter, budget: int) -> dict[str, Any]:
     """The JSON Schema of one argument, from its contract parameter."""
     schema: dict[str, Any] = {"description": parameter.description}
     match parameter.type:
@@ -56,8 +65,12 @@ def _schema(contract: EndpointContract, parameter: Parameter) -> dict[str, Any]:
         case "limit":
             schema |= {"type": "integer", "minimum": 1}
             if contract.paging.max_limit:
-                schema["description"] += f" Default {contract.paging.default_limit}, "
-                schema["description"] += f"at most {contract.paging.max_limit}."
+                schema["description"] += f" At most {contract.paging.max_limit}."
+            if pages(contract):
+                schema["description"] += (
+                    f" Without it, a result holds the rows that fit in {budget} "
+                    "bytes; with it, this many rows a page (whatever their size)."
+                )
         case "offset":
             schema |= {"type": "integer", "minimum": 0}
         case "positive_int":
@@ -91,8 +104,49 @@ def _path_argument(contract: EndpointContract, name: str) -> str:
     return name
 
 
-def tool_definition(contract: EndpointContract) -> types.Tool:
-    """The MCP tool of ``contract``: its description and input schema."""
+def tool_definition(contract: EndpointContract, budget: int) -> types.Tool:
+    """The MCP tool of ``contract`` whose results are held to ``budget`` bytes: its description,
+    input and output schemas, annotations."""
+    return types.Tool(
+        name=tool_name(contract),
+        title=contract.summary,
+        description=_description(contract, budget),
+        input_schema=input_schema(contract, budget),
+        output_schema=output_schema(contract),
+        annotations=types.ToolAnnotations(
+            title=contract.summary,
+            read_only_hint=True,  # every tool reads published data or the account's usage
+            destructive_hint=False,
+            idempotent_hint=True,
+            open_world_hint=False,  # findata's own data, no outside world
+        ),
+    )
+
+
+def _takes_ticker_or_entity_id(contract: EndpointContract) -> bool:
+    """Whether the tool reads its subject from ``ticker`` or ``entity_id`` (one of them)."""
+    subject = contract.subject
+    return bool(subject and subject.path_parameter and subject.entity_id_parameter)
+
+
+def _description(contract: EndpointContract, budget: int) -> str:
+    """The contract's summary and description, its row order, what names the subject and how
+    the result reads."""
+    description = f"{contract.summary}. {contract.description}"
+    if contract.order_description:
+        description += f" Row order: {contract.order_description}"
+    if _takes_ticker_or_entity_id(contract):
+        description += f" Give `{TICKER_ARGUMENT}` or `entity_id`: one of them is required."
+    if pages(contract):
+        description += (
+            f" The result: `warnings` and `meta` first, the rows in `data`; without `limit` "
+            f"it is cut to {budget} bytes and `meta` says how to go on."
+        )
+    return description
+
+
+def input_schema(contract: EndpointContract, budget: int) -> dict[str, Any]:
+    """The tool's arguments: the contract's path and query parameters but the key."""
     properties: dict[str, Any] = {}
     in_every_path = set(re.findall(r"{(\w+)}", contract.paths[0]))
     for path in contract.paths[1:]:
@@ -104,24 +158,34 @@ def tool_definition(contract: EndpointContract) -> types.Tool:
             if argument == TICKER_ARGUMENT:
                 properties[argument] = {
                     "type": "string",
-                    "description": "Tickers, comma separated (1 on Free, more on paid plans).",
+                    "description": "Tickers, comma separated (1 on Free, more on paid plans)."
+                    + (
+                        " Not together with entity_id."
+                        if _takes_ticker_or_entity_id(contract)
+                        else ""
+                    ),
                 }
             elif declared is not None:
-                properties[argument] = _schema(contract, declared)
+                properties[argument] = _schema(contract, declared, budget)
             else:
                 properties[argument] = {"type": "string", "description": name}
     for parameter in contract.all_parameters:
         if parameter.in_path or parameter.type == "key":
             continue
-        properties[parameter.name] = _schema(contract, parameter)
+        properties[parameter.name] = _schema(contract, parameter, budget)
     required = sorted(_path_argument(contract, name) for name in in_every_path)
-    description = f"{contract.summary}. {contract.description}"
-    if contract.order_description:
-        description += f" Row order: {contract.order_description}"
     schema: dict[str, Any] = {"type": "object", "properties": properties}
     if required:
         schema["required"] = required
-    return types.Tool(name=tool_name(contract), description=description, input_schema=schema)
+    return schema
+
+
+def output_schema(contract: EndpointContract) -> dict[str, Any]:
+    """The result's JSON Schema: the REST body's, with what the result budget adds to ``meta``."""
+    schema = copy.deepcopy(body_schema(contract))  # its parts are shared constants
+    if contract.kind == "data" and pages(contract):
+        schema["properties"]["meta"]["properties"] |= copy.deepcopy(BUDGET_META)
+    return schema
 
 
 @dataclass(frozen=True)

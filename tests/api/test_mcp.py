@@ -7,45 +7,23 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import sys
-from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
-import anyio
 import httpx
-import httpx2
 import pytest
-from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.exceptions import MCPError
+from mcp import ClientSession
 
 from findata.contracts.endpoints import endpoint_names, load_endpoint_contract
 from tests.api.endpoints.api_calls import get
+from tests.api.mcp_sessions import BUDGET_META, call_tool, over_stdio, with_session
 from tests.api.server import RunningApi
 
-ToolCall = Callable[[ClientSession], Awaitable[Any]]
 
-
-def with_session(api: RunningApi, key: str, use: ToolCall) -> Any:
-    """Run ``use`` in an initialised SDK client session on the server's /mcp, with ``key``."""
-
-    async def run() -> Any:
-        async with (
-            httpx2.AsyncClient(headers={"X-API-Key": key}, timeout=30) as http,
-            streamable_http_client(f"{api.url}/mcp", http_client=http) as (read, write, *_),
-            ClientSession(read, write) as session,
-        ):
-            await session.initialize()
-            return await use(session)
-
-    return anyio.run(run)
-
-
-def call_tool(api: RunningApi, key: str, name: str, arguments: dict[str, Any]) -> Any:
-    """One tool call's result."""
-    return with_session(api, key, lambda session: session.call_tool(name, arguments))
+def without_budget(body: dict[str, Any]) -> dict[str, Any]:
+    """A tool's result without what the result budget adds to ``meta`` (the rest is the REST
+    body's)."""
+    meta = {name: value for name, value in body["meta"].items() if name not in BUDGET_META}
+    return {**body, "meta": meta}
 
 
 def test_the_tools_are_the_endpoint_contracts(api: RunningApi, pro_key: str) -> None:
@@ -69,7 +47,8 @@ def test_the_tools_are_the_endpoint_contracts(api: RunningApi, pro_key: str) -> 
 
 
 def _same_requests(scenarios: dict[str, Any]) -> list[tuple[str, dict[str, Any], str, dict]]:
-    """(tool, arguments, REST path, REST parameters) of one request on every endpoint."""
+    """(tool, arguments, REST path, REST parameters) of one request on every endpoint (a
+    ``limit`` where the result budget would cut the page: tests/api/test_mcp_results.py)."""
     plain = scenarios["plain"]["ticker"]
     as_of = scenarios["as_of"]
     return [
@@ -83,17 +62,20 @@ def _same_requests(scenarios: dict[str, Any]) -> list[tuple[str, dict[str, Any],
          {"fields": "eps"}),
         ("get_resolve", {"ticker": plain}, f"/v1/resolve/{plain}", {}),
         ("get_search", {"q": plain}, "/v1/search", {"q": plain}),
-        ("get_insiders", {"ticker": scenarios["insiders"]["ticker"], "include_amendments": True},
-         f"/v1/insiders/{scenarios['insiders']['ticker']}", {"include_amendments": "true"}),
+        ("get_insiders", {"ticker": scenarios["insiders"]["ticker"], "include_amendments": True,
+                          "limit": 20},
+         f"/v1/insiders/{scenarios['insiders']['ticker']}",
+         {"include_amendments": "true", "limit": 20}),
         ("get_holdings", {"ticker": scenarios["holdings"]["ticker"], "limit": 10},
          f"/v1/holdings/{scenarios['holdings']['ticker']}", {"limit": 10}),
         ("get_managers", {"search": scenarios["managers"]["search"]}, "/v1/managers",
          {"search": scenarios["managers"]["search"]}),
-        ("get_manager_holdings", {"manager_id": scenarios["managers"]["manager_id"]},
-         f"/v1/managers/{scenarios['managers']['manager_id']}/holdings", {}),
+        ("get_manager_holdings", {"manager_id": scenarios["managers"]["manager_id"], "limit": 20},
+         f"/v1/managers/{scenarios['managers']['manager_id']}/holdings", {"limit": 20}),
         ("get_index", {"index_name": "sp500", "limit": 20}, "/v1/index/sp500", {"limit": 20}),
         ("get_index_events", {"index_name": "sp500"}, "/v1/index/sp500/events", {}),
-        ("get_changes", {"since": scenarios["as_of"]}, "/v1/changes", {"since": as_of}),
+        ("get_changes", {"since": scenarios["as_of"], "limit": 20}, "/v1/changes",
+         {"since": as_of, "limit": 20}),
     ]  # fmt: skip
 
 
@@ -112,8 +94,9 @@ def test_every_tool_answers_with_the_rest_body(
         rest = get(api, redistribution_key, path, **params)
         assert rest.status_code == 200, (tool, rest.text)
         assert not result.is_error, (tool, result.content)
-        assert result.structured_content == rest.json(), tool
-        assert result.content[0].text == rest.text, tool
+        assert not result.structured_content["meta"].get("cut_to_budget"), tool
+        assert without_budget(result.structured_content) == rest.json(), tool
+        assert result.content == [], tool  # the JSON once, as structured content
 
 
 def test_a_cursor_pages_as_on_rest(
@@ -179,13 +162,14 @@ def test_raw_tool_calls_answer_as_the_client_accepts(
     plain = scenarios["plain"]["ticker"]
     call = _tool_call("get_prices", {"ticker": plain, "limit": 2})
     rest = get(api, pro_key, f"/v1/prices/{plain}", limit=2)
-    as_json = _rpc(api, call, {"X-API-Key": pro_key}, accept="application/json")
+    headers = {"X-API-Key": pro_key, "MCP-Protocol-Version": "2025-11-25"}
+    as_json = _rpc(api, call, headers, accept="application/json")
     assert as_json.headers["content-type"].startswith("application/json")
     assert as_json.json()["result"]["structuredContent"] == rest.json()
-    streamed = _rpc(api, call, {"X-API-Key": pro_key})
+    streamed = _rpc(api, call, headers)
     assert streamed.headers["content-type"].startswith("text/event-stream")
     (data,) = [line[5:] for line in streamed.text.splitlines() if line.startswith("data:")]
-    assert json.loads(data)["result"]["content"][0]["text"] == rest.text
+    assert json.loads(data)["result"]["structuredContent"] == rest.json()
 
 
 def test_raw_plan_gate_and_quota_refusals(api: RunningApi, scenarios: dict[str, Any]) -> None:
@@ -275,7 +259,7 @@ def test_the_service_tools_answer_with_the_rest_body(
         rest = get(api, key, path)
         assert rest.status_code == 200 and not result.is_error, (tool, result.content)
         assert result.structured_content == rest.json(), tool
-        assert result.content[0].text == rest.text, tool
+        assert result.content == [], tool
     # reading usage or status costs nothing, on either front end
     assert usage.structured_content["requests_today"] == 1
     assert usage.structured_content["plan"] == "free"
@@ -328,26 +312,6 @@ def test_the_key_is_read_in_the_three_places(api: RunningApi, pro_key: str, plac
     assert '"serverInfo"' in answer.text and '"error"' not in answer.text
 
 
-def _over_stdio(api: RunningApi, key: str, use: ToolCall) -> Any:
-    """Run ``use`` in an SDK session with ``findata mcp --url <api>`` launched over stdio, as a
-    desktop client launches it."""
-    command = StdioServerParameters(
-        command=str(Path(sys.executable).parent / "findata"),
-        args=["mcp", "--url", api.url],
-        env={"FINDATA_API_KEY": key},
-    )
-
-    async def run() -> Any:
-        async with (
-            stdio_client(command) as (read, write, *_),
-            ClientSession(read, write) as session,
-        ):
-            await session.initialize()
-            return await use(session)
-
-    return anyio.run(run)
-
-
 def test_the_stdio_command_proxies_to_the_service(
     api: RunningApi, pro_key: str, scenarios: dict[str, Any]
 ) -> None:
@@ -359,28 +323,11 @@ def test_the_stdio_command_proxies_to_the_service(
         refused = await session.call_tool("get_index", {"index_name": "nikkei"})
         return listed, prices, refused
 
-    listed, prices, refused = _over_stdio(api, pro_key, use)
+    listed, prices, refused = over_stdio(api, pro_key, use)
     assert {tool.name for tool in listed.tools} == {f"get_{name}" for name in endpoint_names()}
     assert prices.structured_content == get(api, pro_key, f"/v1/prices/{plain}", limit=3).json()
     assert refused.is_error
     assert refused.content[0].text == get(api, pro_key, "/v1/index/nikkei").text
-
-
-def test_the_stdio_command_passes_on_a_refused_key(
-    api: RunningApi, scenarios: dict[str, Any]
-) -> None:
-    revoked = api.new_key("pro")
-    api.store.revoke_key(revoked.key)
-    headers = {"X-API-Key": revoked.key}
-
-    async def use(session: ClientSession) -> Any:
-        with pytest.raises(MCPError) as refused:
-            await session.list_tools()
-        return refused.value
-
-    error = _over_stdio(api, revoked.key, use)
-    assert error.error.code == -32000
-    assert error.error.message == _rest_detail(api, headers, scenarios)
 
 
 def test_a_body_past_the_sdk_limit_is_refused(api: RunningApi, pro_key: str) -> None:

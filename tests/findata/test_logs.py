@@ -231,7 +231,11 @@ def test_two_workers_log_each_request_once_up_to_a_clean_stop(
         tool = httpx.post(
             f"{url}/mcp",
             json=call,
-            headers={"X-API-Key": issued.key, "Accept": "application/json"},
+            headers={
+                "X-API-Key": issued.key,
+                "Accept": "application/json",
+                "MCP-Protocol-Version": "2025-11-25",  # a revision with structured results
+            },
             timeout=30,
         )
         assert tool.status_code == 200 and "structuredContent" in tool.json()["result"]

@@ -695,12 +695,12 @@ class SyncEndpointMethods(SyncCalls):
             fields: Comma list of the selectable figures; the identity fields (entity, period,
                 filing) are always present.
             entity_id: Company (issuer) entity ids, comma separated, or security ids (each
-                selects its issuer); not together with a ticker in the path.
+                selects its issuer); not together with a ticker.
             limit: Rows per page, a whole number from 1 (`50.0` reads as 50). Cursor endpoints
                 lower a value above the maximum to the maximum; offset endpoints refuse it.
                 Default 1000, at most 5000.
-            cursor: The `next_cursor` of the previous page, URL-encoded; it works only with the
-                same path and parameters (only `limit` may change). Empty: the first page.
+            cursor: The `next_cursor` of the previous page, as it was sent; it works only with
+                the same request (only `limit` may change). Empty: the first page.
 
         Returns:
             The rows across every page (cursor paging): the call fetches the first page (an error
@@ -765,12 +765,12 @@ class SyncEndpointMethods(SyncCalls):
             manager_id: Only this manager's positions (a manager_id of /v1/managers); an id that
                 filed nothing gives no rows.
             entity_id: Entity ids (an issuer: all its securities; a security: that one), comma
-                separated; not together with a ticker in the path.
+                separated; not together with a ticker.
             limit: Rows per page, a whole number from 1 (`50.0` reads as 50). Cursor endpoints
                 lower a value above the maximum to the maximum; offset endpoints refuse it.
                 Default 1000, at most 5000.
-            cursor: The `next_cursor` of the previous page, URL-encoded; it works only with the
-                same path and parameters (only `limit` may change). Empty: the first page.
+            cursor: The `next_cursor` of the previous page, as it was sent; it works only with
+                the same request (only `limit` may change). Empty: the first page.
 
         Returns:
             The rows across every page (cursor paging): the call fetches the first page (an error
@@ -920,12 +920,12 @@ class SyncEndpointMethods(SyncCalls):
                 transaction, its transaction_date being the form's period of report). Any letter
                 case. Server default: false.
             entity_id: Entity ids (an issuer, or a security standing for its issuer), comma
-                separated; not together with a ticker in the path.
+                separated; not together with a ticker.
             limit: Rows per page, a whole number from 1 (`50.0` reads as 50). Cursor endpoints
                 lower a value above the maximum to the maximum; offset endpoints refuse it.
                 Default 1000, at most 5000.
-            cursor: The `next_cursor` of the previous page, URL-encoded; it works only with the
-                same path and parameters (only `limit` may change). Empty: the first page.
+            cursor: The `next_cursor` of the previous page, as it was sent; it works only with
+                the same request (only `limit` may change). Empty: the first page.
 
         Returns:
             The rows across every page (cursor paging): the call fetches the first page (an error
@@ -960,14 +960,14 @@ class SyncEndpointMethods(SyncCalls):
         Every position a manager reported on Form 13F, by quarter end: the security (`entity_id`
         and its `ticker` on the report date, null when the CUSIP is not in the security master;
         `cusip`, `name_of_issuer` and `title_of_class` as reported) and the position (`shares`,
-        `value_usd` in dollars whatever unit the filing used). The manager id in the path is
-        checked after the plan (a Free key gets the 402 whatever the id); an id that is no
-        manager returns 404. Amendments (choice): by default the manager's current report for
-        each quarter is served: a RESTATEMENT 13F-HR/A replaces the original report, a NEW
-        HOLDINGS 13F-HR/A adds its rows to it (each row marked `is_amendment`, with
-        `amendment_type`, its own `accession` and `filing_date`), so a quarter totals without
-        double counting; `include_superseded=true` also serves the rows of reports a restatement
-        replaced, as filed (`is_current` false).
+        `value_usd` in dollars whatever unit the filing used). The manager id is checked after
+        the plan (a Free key gets the 402 whatever the id); an id that is no manager returns 404.
+        Amendments (choice): by default the manager's current report for each quarter is served:
+        a RESTATEMENT 13F-HR/A replaces the original report, a NEW HOLDINGS 13F-HR/A adds its
+        rows to it (each row marked `is_amendment`, with `amendment_type`, its own `accession`
+        and `filing_date`), so a quarter totals without double counting;
+        `include_superseded=true` also serves the rows of reports a restatement replaced, as
+        filed (`is_current` false).
 
         Args:
             manager_id: The manager's id (`manager_id` of /v1/managers, its CIK as a number).
@@ -981,8 +981,8 @@ class SyncEndpointMethods(SyncCalls):
             limit: Rows per page, a whole number from 1 (`50.0` reads as 50). Cursor endpoints
                 lower a value above the maximum to the maximum; offset endpoints refuse it.
                 Default 1000, at most 5000.
-            cursor: The `next_cursor` of the previous page, URL-encoded; it works only with the
-                same path and parameters (only `limit` may change). Empty: the first page.
+            cursor: The `next_cursor` of the previous page, as it was sent; it works only with
+                the same request (only `limit` may change). Empty: the first page.
 
         Returns:
             The rows across every page (cursor paging): the call fetches the first page (an error
@@ -1018,8 +1018,8 @@ class SyncEndpointMethods(SyncCalls):
             limit: Rows per page, a whole number from 1 (`50.0` reads as 50). Cursor endpoints
                 lower a value above the maximum to the maximum; offset endpoints refuse it.
                 Default 1000, at most 5000.
-            cursor: The `next_cursor` of the previous page, URL-encoded; it works only with the
-                same path and parameters (only `limit` may change). Empty: the first page.
+            cursor: The `next_cursor` of the previous page, as it was sent; it works only with
+                the same request (only `limit` may change). Empty: the first page.
 
         Returns:
             The rows across every page (cursor paging): the call fetches the first page (an error
@@ -1045,41 +1045,40 @@ class SyncEndpointMethods(SyncCalls):
 
         Margins, growth, EPS (period and trailing twelve months), book value per share, the
         period-end price, market value, P/E and P/B of a company per fiscal period (formulas in
-        contracts/datasets/metrics.yaml). Subjects: a ticker in the path, resolved on `end`, else
-        `as_of`, else today; or `entity_id` values. Tickers (spec, "Errors" 409): a ticker naming
-        more than one security on the date is ambiguous - a ticker shared by several share
-        classes of one company too, because the classes trade at different prices; the 409 (or,
-        beside tickers that resolved, `meta.tickers_ambiguous` and a warning) lists the
-        securities, and the fix is a class ticker or the issuer's `entity_id`. Subjects and the
-        row's `entity_id` (choice): a ticker naming one security of a company with one class of
-        common stock, or an issuer `entity_id`, selects the company: rows carry the issuer's
-        entity id and the price fields are those of the company's primary security (its first
-        listed class), as published. A class ticker (a security with a share class, such as
-        `LCU-B`) or that class's security `entity_id` selects the class: rows carry the class
-        security's entity id (`issuer_entity_id` names the company, `meta.tickers_resolved` the
-        class) and the price-based fields are the class's own: `price_entity_id`, `price_date`
-        and `price_close` are the class's last close on or before period_end (within 7 days, else
-        null), `pe_ratio` = that close / `eps_ttm` (null when eps_ttm is not positive) and
-        `pb_ratio` = that close / `book_value_per_share` (null when it is not positive), both per
-        share of the class against the company's per-share figures. `market_cap` stays the
-        company's market value (every listed class), the same through any class; the other fields
-        are the company's. The class close is dated on or before period_end, and period_end is on
-        or before the row's known_from (a check of the metrics dataset), so a class row uses
-        nothing unknown at known_from. Rows served (choice, point in time): one row per period
-        (`period_end`, `period_type`): the period's latest row as known on the answer date, which
-        is `as_of` when given, else today. Without `as_of` these are the rows the dataset marks
-        current (`is_latest`); with `as_of=D` per period the row with the latest known_from <= D
-        (periods first reported after D are absent, and nothing filed after D is used).
-        Restatements known by the answer date are included: that is `version=restated`.
-        `view=latest` and `version=restated` name this answer and change nothing (they are the
-        only form metrics are served in: there is no history view and no as-first-reported
-        version); the figures before a later restatement are had with `as_of`. `known_from` is
-        the day the row became known (the filing date, or the price date when later);
-        `filing_date` and `accession` name the fundamentals filing behind the row. The dataset's
-        `is_latest` flag is not served: it says whether a row is still current today, which an
-        `as_of` answer must not reveal, and every row served is its period's latest on the answer
-        date. `start` and `end` select by `period_end`; the Free plan's one-year floor applies to
-        `period_end`.
+        contracts/datasets/metrics.yaml). Subjects: a ticker, resolved on `end`, else `as_of`,
+        else today; or `entity_id` values. Tickers (spec, "Errors" 409): a ticker naming more
+        than one security on the date is ambiguous - a ticker shared by several share classes of
+        one company too, because the classes trade at different prices; the 409 (or, beside
+        tickers that resolved, `meta.tickers_ambiguous` and a warning) lists the securities, and
+        the fix is a class ticker or the issuer's `entity_id`. Subjects and the row's `entity_id`
+        (choice): a ticker naming one security of a company with one class of common stock, or an
+        issuer `entity_id`, selects the company: rows carry the issuer's entity id and the price
+        fields are those of the company's primary security (its first listed class), as
+        published. A class ticker (a security with a share class, such as `LCU-B`) or that
+        class's security `entity_id` selects the class: rows carry the class security's entity id
+        (`issuer_entity_id` names the company, `meta.tickers_resolved` the class) and the
+        price-based fields are the class's own: `price_entity_id`, `price_date` and `price_close`
+        are the class's last close on or before period_end (within 7 days, else null), `pe_ratio`
+        = that close / `eps_ttm` (null when eps_ttm is not positive) and `pb_ratio` = that close
+        / `book_value_per_share` (null when it is not positive), both per share of the class
+        against the company's per-share figures. `market_cap` stays the company's market value
+        (every listed class), the same through any class; the other fields are the company's. The
+        class close is dated on or before period_end, and period_end is on or before the row's
+        known_from (a check of the metrics dataset), so a class row uses nothing unknown at
+        known_from. Rows served (choice, point in time): one row per period (`period_end`,
+        `period_type`): the period's latest row as known on the answer date, which is `as_of`
+        when given, else today. Without `as_of` these are the rows the dataset marks current
+        (`is_latest`); with `as_of=D` per period the row with the latest known_from <= D (periods
+        first reported after D are absent, and nothing filed after D is used). Restatements known
+        by the answer date are included: that is `version=restated`. `view=latest` and
+        `version=restated` name this answer and change nothing (they are the only form metrics
+        are served in: there is no history view and no as-first-reported version); the figures
+        before a later restatement are had with `as_of`. `known_from` is the day the row became
+        known (the filing date, or the price date when later); `filing_date` and `accession` name
+        the fundamentals filing behind the row. The dataset's `is_latest` flag is not served: it
+        says whether a row is still current today, which an `as_of` answer must not reveal, and
+        every row served is its period's latest on the answer date. `start` and `end` select by
+        `period_end`; the Free plan's one-year floor applies to `period_end`.
 
         Args:
             ticker: Tickers in the path: comma separated, or a sequence of them. Or pass
@@ -1095,12 +1094,12 @@ class SyncEndpointMethods(SyncCalls):
             fields: Comma list of the selectable metrics; identity fields are always present.
             entity_id: Issuer entity ids (each selects its company) or security entity ids (a
                 class security selects that class; a company's only security, the company), comma
-                separated; not together with a ticker in the path.
+                separated; not together with a ticker.
             limit: Rows per page, a whole number from 1 (`50.0` reads as 50). Cursor endpoints
                 lower a value above the maximum to the maximum; offset endpoints refuse it.
                 Default 20, at most 100.
-            cursor: The `next_cursor` of the previous page, URL-encoded; it works only with the
-                same path and parameters (only `limit` may change). Empty: the first page.
+            cursor: The `next_cursor` of the previous page, as it was sent; it works only with
+                the same request (only `limit` may change). Empty: the first page.
 
         Returns:
             The rows across every page (cursor paging): the call fetches the first page (an error
@@ -1138,8 +1137,8 @@ class SyncEndpointMethods(SyncCalls):
         """Daily prices of securities.
 
         Daily bars as traded (`close`) with split-and-dividend adjusted `adj_close`, by tickers
-        in the path (comma separated) or `entity_id` values. A ticker resolves to the securities
-        it named on `end` (today when `end` is absent).
+        (comma separated) or `entity_id` values. A ticker resolves to the securities it named on
+        `end` (today when `end` is absent).
 
         Args:
             tickers: Tickers in the path: comma separated, or a sequence of them. Or pass
@@ -1154,13 +1153,12 @@ class SyncEndpointMethods(SyncCalls):
             adjust: `split`: open, high, low, close and volume restated in today's shares (prices
                 divided, volume multiplied by later splits); `none` (the default): as traded. One
                 of: split, none.
-            entity_id: Security entity ids, comma separated; not together with a ticker in the
-                path.
+            entity_id: Security entity ids, comma separated; not together with a ticker.
             limit: Rows per page, a whole number from 1 (`50.0` reads as 50). Cursor endpoints
                 lower a value above the maximum to the maximum; offset endpoints refuse it.
                 Default 1000, at most 5000.
-            cursor: The `next_cursor` of the previous page, URL-encoded; it works only with the
-                same path and parameters (only `limit` may change). Empty: the first page.
+            cursor: The `next_cursor` of the previous page, as it was sent; it works only with
+                the same request (only `limit` may change). Empty: the first page.
 
         Returns:
             The rows across every page (cursor paging): the call fetches the first page (an error
@@ -1336,12 +1334,12 @@ class AsyncEndpointMethods(AsyncCalls):
             fields: Comma list of the selectable figures; the identity fields (entity, period,
                 filing) are always present.
             entity_id: Company (issuer) entity ids, comma separated, or security ids (each
-                selects its issuer); not together with a ticker in the path.
+                selects its issuer); not together with a ticker.
             limit: Rows per page, a whole number from 1 (`50.0` reads as 50). Cursor endpoints
                 lower a value above the maximum to the maximum; offset endpoints refuse it.
                 Default 1000, at most 5000.
-            cursor: The `next_cursor` of the previous page, URL-encoded; it works only with the
-                same path and parameters (only `limit` may change). Empty: the first page.
+            cursor: The `next_cursor` of the previous page, as it was sent; it works only with
+                the same request (only `limit` may change). Empty: the first page.
 
         Returns:
             The rows across every page (cursor paging): the pages are fetched when read.
@@ -1405,12 +1403,12 @@ class AsyncEndpointMethods(AsyncCalls):
             manager_id: Only this manager's positions (a manager_id of /v1/managers); an id that
                 filed nothing gives no rows.
             entity_id: Entity ids (an issuer: all its securities; a security: that one), comma
-                separated; not together with a ticker in the path.
+                separated; not together with a ticker.
             limit: Rows per page, a whole number from 1 (`50.0` reads as 50). Cursor endpoints
                 lower a value above the maximum to the maximum; offset endpoints refuse it.
                 Default 1000, at most 5000.
-            cursor: The `next_cursor` of the previous page, URL-encoded; it works only with the
-                same path and parameters (only `limit` may change). Empty: the first page.
+            cursor: The `next_cursor` of the previous page, as it was sent; it works only with
+                the same request (only `limit` may change). Empty: the first page.
 
         Returns:
             The rows across every page (cursor paging): the pages are fetched when read.
@@ -1557,12 +1555,12 @@ class AsyncEndpointMethods(AsyncCalls):
                 transaction, its transaction_date being the form's period of report). Any letter
                 case. Server default: false.
             entity_id: Entity ids (an issuer, or a security standing for its issuer), comma
-                separated; not together with a ticker in the path.
+                separated; not together with a ticker.
             limit: Rows per page, a whole number from 1 (`50.0` reads as 50). Cursor endpoints
                 lower a value above the maximum to the maximum; offset endpoints refuse it.
                 Default 1000, at most 5000.
-            cursor: The `next_cursor` of the previous page, URL-encoded; it works only with the
-                same path and parameters (only `limit` may change). Empty: the first page.
+            cursor: The `next_cursor` of the previous page, as it was sent; it works only with
+                the same request (only `limit` may change). Empty: the first page.
 
         Returns:
             The rows across every page (cursor paging): the pages are fetched when read.
@@ -1596,14 +1594,14 @@ class AsyncEndpointMethods(AsyncCalls):
         Every position a manager reported on Form 13F, by quarter end: the security (`entity_id`
         and its `ticker` on the report date, null when the CUSIP is not in the security master;
         `cusip`, `name_of_issuer` and `title_of_class` as reported) and the position (`shares`,
-        `value_usd` in dollars whatever unit the filing used). The manager id in the path is
-        checked after the plan (a Free key gets the 402 whatever the id); an id that is no
-        manager returns 404. Amendments (choice): by default the manager's current report for
-        each quarter is served: a RESTATEMENT 13F-HR/A replaces the original report, a NEW
-        HOLDINGS 13F-HR/A adds its rows to it (each row marked `is_amendment`, with
-        `amendment_type`, its own `accession` and `filing_date`), so a quarter totals without
-        double counting; `include_superseded=true` also serves the rows of reports a restatement
-        replaced, as filed (`is_current` false).
+        `value_usd` in dollars whatever unit the filing used). The manager id is checked after
+        the plan (a Free key gets the 402 whatever the id); an id that is no manager returns 404.
+        Amendments (choice): by default the manager's current report for each quarter is served:
+        a RESTATEMENT 13F-HR/A replaces the original report, a NEW HOLDINGS 13F-HR/A adds its
+        rows to it (each row marked `is_amendment`, with `amendment_type`, its own `accession`
+        and `filing_date`), so a quarter totals without double counting;
+        `include_superseded=true` also serves the rows of reports a restatement replaced, as
+        filed (`is_current` false).
 
         Args:
             manager_id: The manager's id (`manager_id` of /v1/managers, its CIK as a number).
@@ -1617,8 +1615,8 @@ class AsyncEndpointMethods(AsyncCalls):
             limit: Rows per page, a whole number from 1 (`50.0` reads as 50). Cursor endpoints
                 lower a value above the maximum to the maximum; offset endpoints refuse it.
                 Default 1000, at most 5000.
-            cursor: The `next_cursor` of the previous page, URL-encoded; it works only with the
-                same path and parameters (only `limit` may change). Empty: the first page.
+            cursor: The `next_cursor` of the previous page, as it was sent; it works only with
+                the same request (only `limit` may change). Empty: the first page.
 
         Returns:
             The rows across every page (cursor paging): the pages are fetched when read.
@@ -1653,8 +1651,8 @@ class AsyncEndpointMethods(AsyncCalls):
             limit: Rows per page, a whole number from 1 (`50.0` reads as 50). Cursor endpoints
                 lower a value above the maximum to the maximum; offset endpoints refuse it.
                 Default 1000, at most 5000.
-            cursor: The `next_cursor` of the previous page, URL-encoded; it works only with the
-                same path and parameters (only `limit` may change). Empty: the first page.
+            cursor: The `next_cursor` of the previous page, as it was sent; it works only with
+                the same request (only `limit` may change). Empty: the first page.
 
         Returns:
             The rows across every page (cursor paging): the pages are fetched when read.
@@ -1679,41 +1677,40 @@ class AsyncEndpointMethods(AsyncCalls):
 
         Margins, growth, EPS (period and trailing twelve months), book value per share, the
         period-end price, market value, P/E and P/B of a company per fiscal period (formulas in
-        contracts/datasets/metrics.yaml). Subjects: a ticker in the path, resolved on `end`, else
-        `as_of`, else today; or `entity_id` values. Tickers (spec, "Errors" 409): a ticker naming
-        more than one security on the date is ambiguous - a ticker shared by several share
-        classes of one company too, because the classes trade at different prices; the 409 (or,
-        beside tickers that resolved, `meta.tickers_ambiguous` and a warning) lists the
-        securities, and the fix is a class ticker or the issuer's `entity_id`. Subjects and the
-        row's `entity_id` (choice): a ticker naming one security of a company with one class of
-        common stock, or an issuer `entity_id`, selects the company: rows carry the issuer's
-        entity id and the price fields are those of the company's primary security (its first
-        listed class), as published. A class ticker (a security with a share class, such as
-        `LCU-B`) or that class's security `entity_id` selects the class: rows carry the class
-        security's entity id (`issuer_entity_id` names the company, `meta.tickers_resolved` the
-        class) and the price-based fields are the class's own: `price_entity_id`, `price_date`
-        and `price_close` are the class's last close on or before period_end (within 7 days, else
-        null), `pe_ratio` = that close / `eps_ttm` (null when eps_ttm is not positive) and
-        `pb_ratio` = that close / `book_value_per_share` (null when it is not positive), both per
-        share of the class against the company's per-share figures. `market_cap` stays the
-        company's market value (every listed class), the same through any class; the other fields
-        are the company's. The class close is dated on or before period_end, and period_end is on
-        or before the row's known_from (a check of the metrics dataset), so a class row uses
-        nothing unknown at known_from. Rows served (choice, point in time): one row per period
-        (`period_end`, `period_type`): the period's latest row as known on the answer date, which
-        is `as_of` when given, else today. Without `as_of` these are the rows the dataset marks
-        current (`is_latest`); with `as_of=D` per period the row with the latest known_from <= D
-        (periods first reported after D are absent, and nothing filed after D is used).
-        Restatements known by the answer date are included: that is `version=restated`.
-        `view=latest` and `version=restated` name this answer and change nothing (they are the
-        only form metrics are served in: there is no history view and no as-first-reported
-        version); the figures before a later restatement are had with `as_of`. `known_from` is
-        the day the row became known (the filing date, or the price date when later);
-        `filing_date` and `accession` name the fundamentals filing behind the row. The dataset's
-        `is_latest` flag is not served: it says whether a row is still current today, which an
-        `as_of` answer must not reveal, and every row served is its period's latest on the answer
-        date. `start` and `end` select by `period_end`; the Free plan's one-year floor applies to
-        `period_end`.
+        contracts/datasets/metrics.yaml). Subjects: a ticker, resolved on `end`, else `as_of`,
+        else today; or `entity_id` values. Tickers (spec, "Errors" 409): a ticker naming more
+        than one security on the date is ambiguous - a ticker shared by several share classes of
+        one company too, because the classes trade at different prices; the 409 (or, beside
+        tickers that resolved, `meta.tickers_ambiguous` and a warning) lists the securities, and
+        the fix is a class ticker or the issuer's `entity_id`. Subjects and the row's `entity_id`
+        (choice): a ticker naming one security of a company with one class of common stock, or an
+        issuer `entity_id`, selects the company: rows carry the issuer's entity id and the price
+        fields are those of the company's primary security (its first listed class), as
+        published. A class ticker (a security with a share class, such as `LCU-B`) or that
+        class's security `entity_id` selects the class: rows carry the class security's entity id
+        (`issuer_entity_id` names the company, `meta.tickers_resolved` the class) and the
+        price-based fields are the class's own: `price_entity_id`, `price_date` and `price_close`
+        are the class's last close on or before period_end (within 7 days, else null), `pe_ratio`
+        = that close / `eps_ttm` (null when eps_ttm is not positive) and `pb_ratio` = that close
+        / `book_value_per_share` (null when it is not positive), both per share of the class
+        against the company's per-share figures. `market_cap` stays the company's market value
+        (every listed class), the same through any class; the other fields are the company's. The
+        class close is dated on or before period_end, and period_end is on or before the row's
+        known_from (a check of the metrics dataset), so a class row uses nothing unknown at
+        known_from. Rows served (choice, point in time): one row per period (`period_end`,
+        `period_type`): the period's latest row as known on the answer date, which is `as_of`
+        when given, else today. Without `as_of` these are the rows the dataset marks current
+        (`is_latest`); with `as_of=D` per period the row with the latest known_from <= D (periods
+        first reported after D are absent, and nothing filed after D is used). Restatements known
+        by the answer date are included: that is `version=restated`. `view=latest` and
+        `version=restated` name this answer and change nothing (they are the only form metrics
+        are served in: there is no history view and no as-first-reported version); the figures
+        before a later restatement are had with `as_of`. `known_from` is the day the row became
+        known (the filing date, or the price date when later); `filing_date` and `accession` name
+        the fundamentals filing behind the row. The dataset's `is_latest` flag is not served: it
+        says whether a row is still current today, which an `as_of` answer must not reveal, and
+        every row served is its period's latest on the answer date. `start` and `end` select by
+        `period_end`; the Free plan's one-year floor applies to `period_end`.
 
         Args:
             ticker: Tickers in the path: comma separated, or a sequence of them. Or pass
@@ -1729,12 +1726,12 @@ class AsyncEndpointMethods(AsyncCalls):
             fields: Comma list of the selectable metrics; identity fields are always present.
             entity_id: Issuer entity ids (each selects its company) or security entity ids (a
                 class security selects that class; a company's only security, the company), comma
-                separated; not together with a ticker in the path.
+                separated; not together with a ticker.
             limit: Rows per page, a whole number from 1 (`50.0` reads as 50). Cursor endpoints
                 lower a value above the maximum to the maximum; offset endpoints refuse it.
                 Default 20, at most 100.
-            cursor: The `next_cursor` of the previous page, URL-encoded; it works only with the
-                same path and parameters (only `limit` may change). Empty: the first page.
+            cursor: The `next_cursor` of the previous page, as it was sent; it works only with
+                the same request (only `limit` may change). Empty: the first page.
 
         Returns:
             The rows across every page (cursor paging): the pages are fetched when read.
@@ -1771,8 +1768,8 @@ class AsyncEndpointMethods(AsyncCalls):
         """Daily prices of securities.
 
         Daily bars as traded (`close`) with split-and-dividend adjusted `adj_close`, by tickers
-        in the path (comma separated) or `entity_id` values. A ticker resolves to the securities
-        it named on `end` (today when `end` is absent).
+        (comma separated) or `entity_id` values. A ticker resolves to the securities it named on
+        `end` (today when `end` is absent).
 
         Args:
             tickers: Tickers in the path: comma separated, or a sequence of them. Or pass
@@ -1787,13 +1784,12 @@ class AsyncEndpointMethods(AsyncCalls):
             adjust: `split`: open, high, low, close and volume restated in today's shares (prices
                 divided, volume multiplied by later splits); `none` (the default): as traded. One
                 of: split, none.
-            entity_id: Security entity ids, comma separated; not together with a ticker in the
-                path.
+            entity_id: Security entity ids, comma separated; not together with a ticker.
             limit: Rows per page, a whole number from 1 (`50.0` reads as 50). Cursor endpoints
                 lower a value above the maximum to the maximum; offset endpoints refuse it.
                 Default 1000, at most 5000.
-            cursor: The `next_cursor` of the previous page, URL-encoded; it works only with the
-                same path and parameters (only `limit` may change). Empty: the first page.
+            cursor: The `next_cursor` of the previous page, as it was sent; it works only with
+                the same request (only `limit` may change). Empty: the first page.
 
         Returns:
             The rows across every page (cursor paging): the pages are fetched when read.
