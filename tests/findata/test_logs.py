@@ -1,7 +1,8 @@
 """Structured logs (issue 22): ``findata serve`` with ``FINDATA_LOG_FORMAT=json`` writes every
 log line as one JSON object, one per request with the route template, status, duration and
-account id, never the key, the path's ticker or the query string; the default is readable text
-with the same fields. The API's processes write their lines from a thread of their own
+account id, never the key, the path's ticker or the query string, and the request's id (the
+``X-Request-Id`` sent, or a new one: issue 42); the default is readable text with the same
+fields. The API's processes write their lines from a thread of their own
 (``BackgroundStderrHandler``): with two workers every request answered, a tool call on /mcp
 too (with its key's account), has exactly one line, those answered just before SIGTERM too;
 the handler writes each line once, in order, from its own thread, and a process that ends
@@ -31,6 +32,9 @@ from findata.logs import BackgroundStderrHandler, JsonFormatter, log_fields
 from tests.api.server import copy_published_home, free_port
 from tests.findata.stopping import command_env, command_group, wait_answering
 
+#: the id a proxy in front of the service gives the request (issue 42 point 16)
+REQUEST_ID = "edge-7f3a9c"
+
 
 def served_log(
     published_home: Path, tmp_path: Path, ticker: str, log_format: str | None
@@ -51,8 +55,13 @@ def served_log(
         command_group(["serve", "--port", str(port), "--workers", "1"], env, output) as process,
     ):
         wait_answering(f"{url}/healthz", process)
-        answer = httpx.get(f"{url}/v1/prices/{ticker}", params={"api_key": issued.key})
+        answer = httpx.get(
+            f"{url}/v1/prices/{ticker}",
+            params={"api_key": issued.key},
+            headers={"X-Request-Id": REQUEST_ID},
+        )
         assert answer.status_code == 200, answer.text
+        assert answer.headers["X-Request-Id"] == REQUEST_ID
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=30) == 0
     return log.read_text(), issued.key, issued.account.id
@@ -72,6 +81,7 @@ def test_json_lines_name_the_route_and_account_never_the_key(
     assert prices[0]["status"] == 200 and prices[0]["method"] == "GET"
     assert prices[0]["account_id"] == account_id
     assert prices[0]["duration_ms"] > 0
+    assert prices[0]["request_id"] == REQUEST_ID
     assert any(e["logger"] == "findata.shutdown" for e in entries)  # the stop is logged too
     assert key not in text and "api_key" not in text
     for entry in requests:
@@ -85,7 +95,7 @@ def test_text_lines_by_default(
     text, key, account_id = served_log(published_home, tmp_path, ticker, None)
     (line,) = [line for line in text.splitlines() if "GET /v1/prices/{tickers} 200" in line]
     assert "INFO findata.api.access: GET /v1/prices/{tickers} 200 " in line
-    assert line.endswith(f"ms account_id={account_id}")
+    assert line.endswith(f"ms account_id={account_id} request_id={REQUEST_ID}")
     assert key not in text
 
 
@@ -247,4 +257,5 @@ def test_two_workers_log_each_request_once_up_to_a_clean_stop(
     (mcp,) = [e for e in access if e["route"] == "/mcp"]
     assert mcp["method"] == "POST" and mcp["account_id"] == issued.account.id
     assert all(e["account_id"] is None for e in access if e["route"] == "/v1/status")  # no key
+    assert len({e["request_id"] for e in access}) == len(access)  # a new id each
     assert issued.key not in text
