@@ -7,6 +7,7 @@ changes nothing.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 import threading
@@ -21,7 +22,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from findata.clock import get_clock, utc_today
-from findata.settings import get_settings
+from findata.logs import log_fields
+from findata.settings import get_settings, served_base_url
 
 if TYPE_CHECKING:
     from findata.accounts.jobs import AccountJobs
@@ -30,6 +32,8 @@ if TYPE_CHECKING:
     from findata.shutdown import GracefulStop
     from findata.webhooks.endpoints import WebhookEndpoints
     from findata.webhooks.worker import DeliveryWorker
+
+log = logging.getLogger("findata.cli")
 
 app = typer.Typer(
     help="findata: financial data pipeline and API.", no_args_is_help=True, add_completion=False
@@ -61,6 +65,10 @@ def _every_command() -> None:
     configure_logging(get_settings().log_format)
 
 
+#: where ``findata demo`` serves
+DEMO_HOST = "127.0.0.1"
+
+
 class Size(StrEnum):
     small = "small"
     large = "large"
@@ -81,6 +89,8 @@ def demo(
     from findata.orchestration.dbt_manifest import start_parse
     from findata.orchestration.demo.generate import DEFAULT_SEED, generate_demo, landing_is_empty
 
+    if not no_serve:  # the refresh's events name the change feed of the API served below
+        _base_url_defaults_to(DEMO_HOST, port)
     settings = get_settings()
     # the refresh below needs the parsed dbt project (seconds on a new home, in a subprocess):
     # it is made on the other core while this process generates the demo
@@ -112,7 +122,7 @@ def demo(
         # the refresh's dbt and contract checks' workers are not needed while this process serves
         stop_warm_dbt()
         stop_check_workers()
-        _serve("127.0.0.1", port, 1, webhooks=True)
+        _serve(DEMO_HOST, port, 1, webhooks=True)
 
 
 def _print_demo_sign_in(port: int) -> None:
@@ -125,7 +135,7 @@ def _print_demo_sign_in(port: int) -> None:
     logins = Logins(store.engine, store.clock, dashboard_secret(get_settings()))
     email, password = ready_demo_sign_in(store, logins)
     typer.echo(
-        f"dashboard: http://127.0.0.1:{port}/dashboard (once served): sign in as {email} "
+        f"dashboard: http://{DEMO_HOST}:{port}/dashboard (once served): sign in as {email} "
         f"with password {password} (a Max account; a new password on every demo run)"
     )
 
@@ -278,11 +288,21 @@ def _serve(host: str, port: int, workers: int | None, webhooks: bool) -> None:
 
     if workers is not None:  # every worker reads it, to choose its usage counters
         os.environ["FINDATA_WORKERS"] = str(workers)
+    _base_url_defaults_to(host, port)
     settings = get_settings()
     workers = settings.serve_workers
     upgrade(settings.control_plane_url)  # once here, not racing in every worker
-    typer.echo(
-        f"findata: {workers} worker(s), quota counters in {settings.counters_kind}", err=True
+    log.info(
+        "%d worker(s), quota counters in %s; links in e-mail and events name %s",
+        workers,
+        settings.counters_kind,
+        settings.base_url,
+        extra=log_fields(
+            ("workers", "counters", "base_url"),
+            workers=workers,
+            counters=settings.counters_kind,
+            base_url=settings.base_url,
+        ),
     )
     stop = GracefulStop(settings.shutdown_grace_seconds, "findata serve")
     # e-mail, invitation trials and renewals beside the API (safe beside other hosts' runs)
@@ -296,6 +316,14 @@ def _serve(host: str, port: int, workers: int | None, webhooks: bool) -> None:
     stop.request("the API stopped")
     join_within(beside, stop.remaining())
     stop.finished()
+
+
+def _base_url_defaults_to(host: str, port: int) -> None:
+    """Links in e-mail and the events' change-feed URLs name where this command serves
+    (``served_base_url``) unless FINDATA_BASE_URL is set: put in the environment, which every
+    part of the command reads (the API's worker processes, the jobs beside them, a refresh)."""
+    if "base_url" not in get_settings().model_fields_set:
+        os.environ["FINDATA_BASE_URL"] = served_base_url(host, port)
 
 
 def _beside_the_api(
