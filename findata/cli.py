@@ -12,12 +12,12 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
@@ -35,7 +35,52 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("findata.cli")
 
-app = typer.Typer(
+
+class FindataCommands(typer.Typer):
+    """The command line, whose failure is a log line: an exception that ends a command (at
+    start-up, say: a database out of reach, a setting refused) is logged once in
+    FINDATA_LOG_FORMAT (in JSON, one line with the traceback as a field), and the command exits
+    1; not Typer's box-drawn traceback of every frame's variables."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().__call__(*args, **kwargs)
+        except Exception as error:
+            _log_failure(error)
+            raise SystemExit(1) from None
+
+
+def _log_failure(error: Exception) -> None:
+    """``error`` as the command's last log line (logging set up here when the settings, which
+    say the format, were what failed)."""
+    from findata.logs import configure_logging
+
+    if not _logging_configured.is_set():
+        configure_logging(_log_format_of_environment())
+    log.critical(
+        "findata failed: %s: %s",
+        type(error).__name__,
+        error,
+        exc_info=error,
+        extra=log_fields(("error",), error=type(error).__name__),
+    )
+
+
+def _log_format_of_environment() -> Literal["text", "json"]:
+    """FINDATA_LOG_FORMAT as the settings read it, or, when they were refused, as it is set."""
+    from pydantic import ValidationError
+
+    try:
+        return get_settings().log_format
+    except ValidationError:
+        sent = os.environ.get("FINDATA_LOG_FORMAT", "")
+        return "json" if sent.strip().lower() == "json" else "text"
+
+
+#: set once a command's logging is set up (``_every_command``)
+_logging_configured = threading.Event()
+
+app = FindataCommands(
     help="findata: financial data pipeline and API.", no_args_is_help=True, add_completion=False
 )
 accounts_app = typer.Typer(help="Accounts of the control plane.", no_args_is_help=True)
@@ -63,6 +108,7 @@ def _every_command() -> None:
     from findata.logs import configure_logging
 
     configure_logging(get_settings().log_format)
+    _logging_configured.set()
 
 
 #: where ``findata demo`` serves
@@ -372,6 +418,8 @@ def ui(
     command = [
         *(str(dagster), "dev", "-m", "findata.orchestration.definitions"),
         *("-p", str(port), "-h", host),
+        # Dagster's own lines (webserver, daemon) as JSON lines too, by its own option
+        *(["--log-format", "json"] if settings.log_format == "json" else []),
     ]
     stop = GracefulStop(settings.shutdown_grace_seconds, "findata ui")
     # before the start: `dagster dev` then handles SIGINT and SIGTERM (it would ignore both if
@@ -379,7 +427,9 @@ def ui(
     stop.install()
     # its own process group: the webserver, daemon and code servers are signalled together,
     # and whatever of them outlives `dagster dev` is found there
-    dagster_dev = subprocess.Popen(command, cwd=dagster_home, start_new_session=True)
+    dagster_dev = subprocess.Popen(
+        command, cwd=dagster_home, start_new_session=True, env=_without_dev_notice(os.environ)
+    )
     group = dagster_dev.pid
     stop.on_stop(lambda: _signal_group(group, signal.SIGTERM))
     stop.on_force(lambda: _signal_group(group, signal.SIGKILL))
@@ -391,6 +441,19 @@ def ui(
             time.sleep(0.1)  # the stop's watchdog kills the group when the grace runs out
     stop.finished()
     raise typer.Exit(0 if signalled else status)
+
+
+#: what `dagster dev` says of itself before its logging is set up (a plain line in a JSON
+#: stream), to this project's developers: `dg dev` (a project layout findata does not use)
+#: supersedes it
+DEV_COMMAND_NOTICE = "ignore:Function `dev_command` is superseded:FutureWarning"
+
+
+def _without_dev_notice(environ: Mapping[str, str]) -> dict[str, str]:
+    """``environ`` with Python's warning filter of ``DEV_COMMAND_NOTICE`` added
+    (PYTHONWARNINGS)."""
+    filters = [environ["PYTHONWARNINGS"]] if environ.get("PYTHONWARNINGS") else []
+    return {**environ, "PYTHONWARNINGS": ",".join([*filters, DEV_COMMAND_NOTICE])}
 
 
 def _signal_group(group: int, signum: int) -> bool:
