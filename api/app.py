@@ -71,6 +71,9 @@ def create_app(
     settings = settings or get_settings()
     app = FastAPI(
         lifespan=_lifespan,
+        # a path with a slash more or less is an unknown path (the spec's 401 or 404), not a
+        # redirect: Starlette's would name the host of the request's Host header
+        redirect_slashes=False,
         title="findata",
         version="1",
         summary="Financial data: prices, fundamentals, filings, index rosters, point in time.",

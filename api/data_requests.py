@@ -30,7 +30,7 @@ from findata.accounts.store import KeyOwner
 from findata.api.cache import CachedAnswer, ResponseCache, cache_key
 from findata.api.calls import EndpointAnswer, EndpointCall, PageWindow, endpoint_handle
 from findata.api.client_notices import notice_headers
-from findata.api.envelopes import envelope
+from findata.api.envelopes import carries_change_cursor, envelope
 from findata.api.errors import ApiError
 from findata.api.paging import (
     VERSION_GONE,
@@ -265,7 +265,7 @@ def endpoint_call(
         page=page_window(request.contract, params.get("limit"), params.get("offset"), cursor),
         warnings=list(params.warnings),
     )
-    if request.owner is not None and request.contract.dataset:
+    if request.owner is not None and carries_change_cursor(request.contract):
         call.change_cursor = serving.published.change_cursor(version)
     return call
 

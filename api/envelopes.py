@@ -5,6 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from findata.api.calls import EndpointAnswer, EndpointCall
+from findata.contracts.endpoints import EndpointContract
+
+
+def carries_change_cursor(contract: EndpointContract) -> bool:
+    """Whether a keyed 200 of the endpoint has ``meta.change_cursor``: it reads a dataset (the
+    change feed names its changes) and is no resolve answer."""
+    return contract.dataset is not None and contract.envelope != "resolve"
 
 
 def envelope(call: EndpointCall, answer: EndpointAnswer, next_cursor: str | None) -> dict:
@@ -17,7 +24,7 @@ def envelope(call: EndpointCall, answer: EndpointAnswer, next_cursor: str | None
         body = _counted(call, answer, next_cursor)
     else:
         body = {"data": answer.rows, "meta": _data_meta(call, answer, next_cursor)}
-    if call.change_cursor is not None and kind != "resolve":
+    if call.change_cursor is not None:
         # where this data's reader starts the change feed (spec: "Response envelope")
         body["meta"]["change_cursor"] = call.change_cursor
     if warnings:

@@ -23,6 +23,7 @@ from starlette.responses import Response
 from findata.accounts.store import KeyOwner
 from findata.api.data_requests import UPGRADE_TEXT, DataRequest, Serving
 from findata.api.deps import KEY_READERS
+from findata.api.front_door import path_value
 from findata.api.response_docs import route_responses
 from findata.api.service_requests import answer_request
 from findata.contracts.endpoints import (
@@ -86,7 +87,7 @@ def _route(contract: EndpointContract, path: str) -> Callable[..., Response]:
             contract,
             path,
             request.url.path,
-            dict(request.path_params),
+            {name: path_value(value) for name, value in request.path_params.items()},
             request.query_params,
             owner,
             request.client.host if request.client else "unknown",

@@ -1,8 +1,12 @@
-"""Headers every response carries so browsers may call the API and read its limits."""
+"""Headers every response carries so browsers may call the API and read its limits and id."""
 
 from __future__ import annotations
 
-#: the spec's "Response headers" (and the client version notices) a browser script may read
+#: every response's id, also in each log line of its request (``api/front_door.py``)
+REQUEST_ID_HEADER = "X-Request-Id"
+
+#: the spec's "Response headers" (and the client version notices, and the request id) a
+#: browser script may read
 EXPOSED_HEADERS = (
     "X-RateLimit-Limit-Day",
     "X-RateLimit-Remaining-Day",
@@ -16,6 +20,7 @@ EXPOSED_HEADERS = (
     "X-Service-Client-Update",
     "X-Service-Client-Update-Message",
     "Warning",
+    REQUEST_ID_HEADER,
 )
 
 CORS_HEADERS: tuple[tuple[bytes, bytes], ...] = (
@@ -27,6 +32,6 @@ CORS_HEADERS: tuple[tuple[bytes, bytes], ...] = (
 PREFLIGHT_HEADERS = {
     "Allow": "GET, OPTIONS",
     "Access-Control-Allow-Methods": "GET, OPTIONS",
-    "Access-Control-Allow-Headers": "X-API-Key, Authorization, User-Agent",
+    "Access-Control-Allow-Headers": f"X-API-Key, Authorization, User-Agent, {REQUEST_ID_HEADER}",
     "Access-Control-Max-Age": "86400",
 }

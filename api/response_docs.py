@@ -12,6 +12,8 @@ import re
 from functools import cache
 from typing import Any
 
+from findata.api.envelopes import carries_change_cursor
+from findata.api.headers import REQUEST_ID_HEADER
 from findata.contracts.endpoints import EndpointContract, load_endpoint_contract
 from findata.contracts.errors import load_errors
 from findata.contracts.fields import field_type
@@ -54,6 +56,10 @@ NOTICE_HEADERS = {
     "Warning": "299 with the same message (outdated clients).",
 }
 CORS_HEADER = {"Access-Control-Expose-Headers": "Every header above, for browsers."}
+REQUEST_ID = {
+    REQUEST_ID_HEADER: "This request's id, also in each of its log lines: the X-Request-Id the "
+    "request carried (1 to 128 letters, digits and - _ . : + / =), else a new one.",
+}
 #: where the change feed is served (the target of every data answer's ``changesSince`` link)
 CHANGES_PATH = load_endpoint_contract("changes").paths[0]
 
@@ -153,7 +159,7 @@ def _meta_schema(contract: EndpointContract) -> Schema:
     adds (``envelope_extras``)."""
     properties: Schema = {}
     required: list[str] = []
-    if contract.kind == "data" and contract.envelope != "resolve":
+    if carries_change_cursor(contract):
         properties["change_cursor"] = STRING  # keyed answers: where their change feed starts
     if contract.envelope == "counted":
         properties |= {"has_more": BOOLEAN, "next_cursor": _nullable(STRING)}
@@ -254,7 +260,7 @@ def _codes_of(status: int) -> list[str]:
 
 def _headers(contract: EndpointContract, status: int) -> Schema:
     """The headers of the spec's table that ``status`` answers of this endpoint may carry."""
-    named: dict[str, str] = dict(CORS_HEADER)
+    named: dict[str, str] = CORS_HEADER | REQUEST_ID
     counted = contract.counts_per != "none"
     if counted and status in (200, 404, 409):
         named |= QUOTA_HEADERS

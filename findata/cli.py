@@ -7,21 +7,23 @@ changes nothing.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
 from findata.clock import get_clock, utc_today
-from findata.settings import get_settings
+from findata.logs import log_fields
+from findata.settings import get_settings, served_base_url
 
 if TYPE_CHECKING:
     from findata.accounts.jobs import AccountJobs
@@ -31,7 +33,54 @@ if TYPE_CHECKING:
     from findata.webhooks.endpoints import WebhookEndpoints
     from findata.webhooks.worker import DeliveryWorker
 
-app = typer.Typer(
+log = logging.getLogger("findata.cli")
+
+
+class FindataCommands(typer.Typer):
+    """The command line, whose failure is a log line: an exception that ends a command (at
+    start-up, say: a database out of reach, a setting refused) is logged once in
+    FINDATA_LOG_FORMAT (in JSON, one line with the traceback as a field), and the command exits
+    1; not Typer's box-drawn traceback of every frame's variables."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().__call__(*args, **kwargs)
+        except Exception as error:
+            _log_failure(error)
+            raise SystemExit(1) from None
+
+
+def _log_failure(error: Exception) -> None:
+    """``error`` as the command's last log line (logging set up here when the settings, which
+    say the format, were what failed)."""
+    from findata.logs import configure_logging
+
+    if not _logging_configured.is_set():
+        configure_logging(_log_format_of_environment())
+    log.critical(
+        "findata failed: %s: %s",
+        type(error).__name__,
+        error,
+        exc_info=error,
+        extra=log_fields(("error",), error=type(error).__name__),
+    )
+
+
+def _log_format_of_environment() -> Literal["text", "json"]:
+    """FINDATA_LOG_FORMAT as the settings read it, or, when they were refused, as it is set."""
+    from pydantic import ValidationError
+
+    try:
+        return get_settings().log_format
+    except ValidationError:
+        sent = os.environ.get("FINDATA_LOG_FORMAT", "")
+        return "json" if sent.strip().lower() == "json" else "text"
+
+
+#: set once a command's logging is set up (``_every_command``)
+_logging_configured = threading.Event()
+
+app = FindataCommands(
     help="findata: financial data pipeline and API.", no_args_is_help=True, add_completion=False
 )
 accounts_app = typer.Typer(help="Accounts of the control plane.", no_args_is_help=True)
@@ -59,6 +108,11 @@ def _every_command() -> None:
     from findata.logs import configure_logging
 
     configure_logging(get_settings().log_format)
+    _logging_configured.set()
+
+
+#: where ``findata demo`` serves
+DEMO_HOST = "127.0.0.1"
 
 
 class Size(StrEnum):
@@ -81,6 +135,8 @@ def demo(
     from findata.orchestration.dbt_manifest import start_parse
     from findata.orchestration.demo.generate import DEFAULT_SEED, generate_demo, landing_is_empty
 
+    if not no_serve:  # the refresh's events name the change feed of the API served below
+        _base_url_defaults_to(DEMO_HOST, port)
     settings = get_settings()
     # the refresh below needs the parsed dbt project (seconds on a new home, in a subprocess):
     # it is made on the other core while this process generates the demo
@@ -112,7 +168,7 @@ def demo(
         # the refresh's dbt and contract checks' workers are not needed while this process serves
         stop_warm_dbt()
         stop_check_workers()
-        _serve("127.0.0.1", port, 1, webhooks=True)
+        _serve(DEMO_HOST, port, 1, webhooks=True)
 
 
 def _print_demo_sign_in(port: int) -> None:
@@ -125,7 +181,7 @@ def _print_demo_sign_in(port: int) -> None:
     logins = Logins(store.engine, store.clock, dashboard_secret(get_settings()))
     email, password = ready_demo_sign_in(store, logins)
     typer.echo(
-        f"dashboard: http://127.0.0.1:{port}/dashboard (once served): sign in as {email} "
+        f"dashboard: http://{DEMO_HOST}:{port}/dashboard (once served): sign in as {email} "
         f"with password {password} (a Max account; a new password on every demo run)"
     )
 
@@ -278,11 +334,21 @@ def _serve(host: str, port: int, workers: int | None, webhooks: bool) -> None:
 
     if workers is not None:  # every worker reads it, to choose its usage counters
         os.environ["FINDATA_WORKERS"] = str(workers)
+    _base_url_defaults_to(host, port)
     settings = get_settings()
     workers = settings.serve_workers
     upgrade(settings.control_plane_url)  # once here, not racing in every worker
-    typer.echo(
-        f"findata: {workers} worker(s), quota counters in {settings.counters_kind}", err=True
+    log.info(
+        "%d worker(s), quota counters in %s; links in e-mail and events name %s",
+        workers,
+        settings.counters_kind,
+        settings.base_url,
+        extra=log_fields(
+            ("workers", "counters", "base_url"),
+            workers=workers,
+            counters=settings.counters_kind,
+            base_url=settings.base_url,
+        ),
     )
     stop = GracefulStop(settings.shutdown_grace_seconds, "findata serve")
     # e-mail, invitation trials and renewals beside the API (safe beside other hosts' runs)
@@ -296,6 +362,14 @@ def _serve(host: str, port: int, workers: int | None, webhooks: bool) -> None:
     stop.request("the API stopped")
     join_within(beside, stop.remaining())
     stop.finished()
+
+
+def _base_url_defaults_to(host: str, port: int) -> None:
+    """Links in e-mail and the events' change-feed URLs name where this command serves
+    (``served_base_url``) unless FINDATA_BASE_URL is set: put in the environment, which every
+    part of the command reads (the API's worker processes, the jobs beside them, a refresh)."""
+    if "base_url" not in get_settings().model_fields_set:
+        os.environ["FINDATA_BASE_URL"] = served_base_url(host, port)
 
 
 def _beside_the_api(
@@ -344,6 +418,8 @@ def ui(
     command = [
         *(str(dagster), "dev", "-m", "findata.orchestration.definitions"),
         *("-p", str(port), "-h", host),
+        # Dagster's own lines (webserver, daemon) as JSON lines too, by its own option
+        *(["--log-format", "json"] if settings.log_format == "json" else []),
     ]
     stop = GracefulStop(settings.shutdown_grace_seconds, "findata ui")
     # before the start: `dagster dev` then handles SIGINT and SIGTERM (it would ignore both if
@@ -351,7 +427,9 @@ def ui(
     stop.install()
     # its own process group: the webserver, daemon and code servers are signalled together,
     # and whatever of them outlives `dagster dev` is found there
-    dagster_dev = subprocess.Popen(command, cwd=dagster_home, start_new_session=True)
+    dagster_dev = subprocess.Popen(
+        command, cwd=dagster_home, start_new_session=True, env=_without_dev_notice(os.environ)
+    )
     group = dagster_dev.pid
     stop.on_stop(lambda: _signal_group(group, signal.SIGTERM))
     stop.on_force(lambda: _signal_group(group, signal.SIGKILL))
@@ -363,6 +441,19 @@ def ui(
             time.sleep(0.1)  # the stop's watchdog kills the group when the grace runs out
     stop.finished()
     raise typer.Exit(0 if signalled else status)
+
+
+#: what `dagster dev` says of itself before its logging is set up (a plain line in a JSON
+#: stream), to this project's developers: `dg dev` (a project layout findata does not use)
+#: supersedes it
+DEV_COMMAND_NOTICE = "ignore:Function `dev_command` is superseded:FutureWarning"
+
+
+def _without_dev_notice(environ: Mapping[str, str]) -> dict[str, str]:
+    """``environ`` with Python's warning filter of ``DEV_COMMAND_NOTICE`` added
+    (PYTHONWARNINGS)."""
+    filters = [environ["PYTHONWARNINGS"]] if environ.get("PYTHONWARNINGS") else []
+    return {**environ, "PYTHONWARNINGS": ",".join([*filters, DEV_COMMAND_NOTICE])}
 
 
 def _signal_group(group: int, signum: int) -> bool:

@@ -3,7 +3,9 @@ object a line with ``FINDATA_LOG_FORMAT=json`` for a log system.
 
 A line's structured fields go in ``extra={"fields": {...}}`` (``log_fields``): JSON lines carry
 them as keys, text lines as ``name=value`` after the message. No field may hold a key or a
-secret: the callers pass account ids, route templates, delivery ids, versions.
+secret: the callers pass account ids, route templates, delivery ids, versions. A line written
+while an API request is answered carries that request's id (``current_request_id``, set by the
+API's front door) as ``request_id``.
 
 The API's processes (``findata serve``: its workers write one line per request) log through a
 ``BackgroundStderrHandler``: the thread that logs only queues the record; a thread of the
@@ -24,6 +26,7 @@ import queue
 import sys
 import threading
 from collections.abc import Mapping
+from contextvars import ContextVar
 from typing import Any, Literal
 
 import orjson
@@ -37,15 +40,30 @@ TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 INFO_LOGGERS = ("findata", "uvicorn", "uvicorn.error")
 
 
+#: the id of the API request being answered in this context (``api/front_door.py`` sets it)
+current_request_id: ContextVar[str | None] = ContextVar("findata_request_id", default=None)
+
+
 def log_fields(in_message: tuple[str, ...] = (), **fields: Any) -> dict[str, Any]:
     """``extra=`` for a line with structured fields; ``in_message`` names those the message
     already shows (a text line does not repeat them)."""
     return {"fields": fields, "fields_in_message": in_message}
 
 
+class RequestIdFilter(logging.Filter):
+    """Gives each record the id of the request being answered where it was logged (a
+    handler's filter runs in the thread that logs; a background handler formats in another)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        request_id = current_request_id.get()
+        if request_id is not None:
+            record.request_id = request_id
+        return True
+
+
 class JsonFormatter(logging.Formatter):
-    """One JSON object a line: time (UTC, ISO 8601), level, logger, message, the line's fields,
-    and the traceback of an exception."""
+    """One JSON object a line: time (UTC, ISO 8601), level, logger, message, the request id,
+    the line's fields, and the traceback of an exception."""
 
     def format(self, record: logging.LogRecord) -> str:
         entry: dict[str, Any] = {
@@ -56,6 +74,9 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "message": record.getMessage(),
         }
+        request_id = getattr(record, "request_id", None)
+        if request_id is not None:
+            entry["request_id"] = request_id
         fields = getattr(record, "fields", None)
         if isinstance(fields, Mapping):
             entry.update(fields)
@@ -66,7 +87,7 @@ class JsonFormatter(logging.Formatter):
 
 class TextFormatter(logging.Formatter):
     """The readable line, its fields as ``name=value`` after the message (those without a
-    value, and those the message shows, left out)."""
+    value, and those the message shows, left out), then the request id."""
 
     def __init__(self) -> None:
         super().__init__(TEXT_FORMAT)
@@ -82,6 +103,9 @@ class TextFormatter(logging.Formatter):
                 if value is not None and name not in skipped
             ]
             line = " ".join([line, *shown])
+        request_id = getattr(record, "request_id", None)
+        if request_id is not None:
+            line = f"{line} request_id={request_id}"
         return line
 
 
@@ -185,7 +209,8 @@ class _FlushingListener(logging.handlers.QueueListener):
 def logging_config(log_format: LogFormat, background: bool = False) -> dict[str, Any]:
     """The ``logging.config.dictConfig`` of a command (and of each uvicorn worker, which
     applies it again in its own process): one stderr handler in the chosen format, writing
-    from a thread of its own when ``background`` (the API's processes, ``api/serve.py``)."""
+    from a thread of its own when ``background`` (the API's processes, ``api/serve.py``), its
+    lines naming the request they were written for."""
     formatter = (
         "findata.logs.JsonFormatter" if log_format == "json" else "findata.logs.TextFormatter"
     )
@@ -194,7 +219,14 @@ def logging_config(log_format: LogFormat, background: bool = False) -> dict[str,
         "version": 1,
         "disable_existing_loggers": False,
         "formatters": {"findata": {"()": formatter}},
-        "handlers": {"stderr": {"()": f"findata.logs.{handler}", "formatter": "findata"}},
+        "filters": {"request_id": {"()": "findata.logs.RequestIdFilter"}},
+        "handlers": {
+            "stderr": {
+                "()": f"findata.logs.{handler}",
+                "formatter": "findata",
+                "filters": ["request_id"],
+            }
+        },
         "root": {"handlers": ["stderr"], "level": "WARNING"},
         "loggers": {
             **{name: {"level": "INFO"} for name in INFO_LOGGERS},

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
+import socket
 from functools import cached_property
 from pathlib import Path
 from typing import Literal
@@ -31,7 +33,9 @@ class Settings(BaseSettings):
     )
     base_url: str = Field(
         default="http://127.0.0.1:8000",
-        description="Where clients reach the API (change-feed URLs in events).",
+        description="Where clients reach the API (links in e-mail, change-feed URLs in events); "
+        "`findata serve` and `findata demo` default it to where they serve "
+        "(`served_base_url`).",
     )
     client_latest_version: str = Field(
         default="1.0.0",
@@ -285,6 +289,23 @@ class Settings(BaseSettings):
     def control_plane_url(self) -> str:
         """The control-plane database URL, SQLite under home unless configured."""
         return self.database_url or f"sqlite:///{self.home_dir / 'control.sqlite'}"
+
+
+def served_base_url(host: str, port: int) -> str:
+    """Where an API served on ``host`` and ``port`` is reached: the default ``base_url`` of
+    ``findata serve`` and ``findata demo``. A wildcard address (0.0.0.0, ::) is no address to
+    open: this machine's host name stands for it (it reaches every interface the server
+    listens on); an IPv6 address is written in brackets."""
+    address = host.strip("[]")
+    if not address:  # uvicorn's every interface too
+        return f"http://{socket.gethostname()}:{port}"
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:  # a host name
+        return f"http://{host}:{port}"
+    if ip.is_unspecified:
+        return f"http://{socket.gethostname()}:{port}"
+    return f"http://[{ip}]:{port}" if ip.version == 6 else f"http://{ip}:{port}"
 
 
 def get_settings() -> Settings:

@@ -10,12 +10,12 @@ from typing import Any
 import httpx
 from jsonschema import Draft202012Validator
 
-#: the headers of the spec's "Response headers" table and client notices
+#: the headers of the spec's "Response headers" table and client notices, and the request id
 SPEC_HEADERS = {
     "x-ratelimit-limit-day", "x-ratelimit-remaining-day", "x-ratelimit-limit-hour",
     "x-ratelimit-remaining-hour", "x-data-floor", "x-rows-today", "x-entities-today", "age",
     "x-service-client-latest", "x-service-client-update", "x-service-client-update-message",
-    "warning",
+    "warning", "x-request-id",
 }  # fmt: skip
 
 

@@ -4,14 +4,18 @@
 from __future__ import annotations
 
 import datetime as dt
+import io
+import json
 import logging
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from fastapi import Query
 
 from findata.api.app import create_app
 from findata.api.headers import EXPOSED_HEADERS
+from findata.logs import JsonFormatter, RequestIdFilter, TextFormatter, logging_config
 from findata.settings import Settings
 from tests.api.server import RunningApi, serve, start_clock
 
@@ -84,6 +88,7 @@ def failing_api(published_home: object) -> Iterator[RunningApi]:
 
     @app.get("/v1/test-only/boom")
     def boom() -> None:
+        logging.getLogger("findata.api").warning("about to fail")  # on a worker thread
         raise RuntimeError("secret internals: /srv/db password=hunter2")
 
     @app.get("/v1/test-only/typed")
@@ -205,3 +210,134 @@ def test_usage_counts_the_accounts_requests_today(any_api: RunningApi) -> None:
     now = any_api.clock.now()
     tomorrow = (now + dt.timedelta(days=1)).date()
     assert by_first["resets_at"] == f"{tomorrow.isoformat()}T00:00:00Z"
+
+
+@pytest.mark.parametrize("path", ["/v1/prices/{plain}/", "/v1/status/", "/v1/search/"])
+def test_a_trailing_slash_is_an_unknown_path_never_a_redirect(
+    api: RunningApi, scenarios: dict[str, Any], path: str
+) -> None:
+    """Issue 42 point 7: no redirect (its Location named the request's Host header); the spec's
+    answer to an unknown /v1/ path, the key checked before the path."""
+    path = path.format(plain=scenarios["plain"]["ticker"])
+    key = api.new_key().key
+    with api.client() as client:
+        keyless = client.get(path, headers={"Host": "evil.example"})
+        keyed = client.get(path, headers={"Host": "evil.example", "X-API-Key": key})
+    assert keyless.status_code == 401, keyless.headers
+    assert keyless.json()["code"] == "unauthorized"
+    assert keyed.status_code == 404
+    assert keyed.json() == {
+        "error": "not_found",
+        "code": "not_found",
+        "status": 404,
+        "detail": "Unknown endpoint",
+    }
+    for answer in (keyless, keyed):
+        assert "location" not in answer.headers
+
+
+def test_no_trailing_slash_redirect_anywhere(api: RunningApi) -> None:
+    with api.client() as client:
+        answer = client.get("/dashboard/", headers={"Host": "evil.example"})
+    assert not answer.is_redirect and "location" not in answer.headers
+    assert "evil.example" not in answer.text
+
+
+def test_an_encoded_slash_stays_inside_its_path_parameter(
+    api: RunningApi, scenarios: dict[str, Any]
+) -> None:
+    """Issue 42 point 7: ``%2F`` in a path parameter is part of its value (refused or resolved
+    by the usual checks), never a separator that routes elsewhere."""
+    index, plain = scenarios["index_events"]["index"], scenarios["plain"]["ticker"]
+    key = api.new_key("max").key
+    with api.client() as client:
+        for slash in ("%2F", "%2f"):
+            # as a separator it would be /v1/index/<index>/events, a 200
+            answer = client.get(f"/v1/index/{index}{slash}events", headers={"X-API-Key": key})
+            assert slash in answer.request.url.raw_path.decode()  # sent as is
+            assert answer.status_code == 400, answer.text
+            assert answer.json()["detail"].startswith(f"Unknown index: {index}/events. ")
+        prices = client.get(f"/v1/prices/{plain}%2FB", headers={"X-API-Key": key})
+        assert prices.status_code == 404
+        assert prices.json()["detail"] == f"No matching entities for: {plain}/B"
+        # an encoded % is a % (not decoded twice), other escapes are decoded once
+        percent = client.get(f"/v1/prices/{plain}%252FB", headers={"X-API-Key": key})
+        assert percent.json()["detail"] == f"No matching entities for: {plain}%2FB"
+        escaped = "".join(f"%{ord(c):02X}" for c in plain)
+        assert client.get(f"/v1/prices/{escaped}", headers={"X-API-Key": key}).status_code == 200
+        # a path made of an encoded separator is no /v1/ path of any endpoint
+        assert client.get("/v1%2Fstatus").status_code == 404
+
+
+MCP_CALL = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+
+
+def test_every_response_carries_a_request_id(failing_api: RunningApi) -> None:
+    """Issue 42 point 16: every response, errors, operators' routes, dashboard pages and MCP
+    included, names its request's id: the one sent when it is a safe id, else a new one."""
+    key = failing_api.new_key().key
+    with failing_api.client() as client:
+        answers = [
+            client.get("/v1/status"),
+            client.get("/v1/auth/usage"),  # 401
+            client.get("/v1/nope", headers={"X-API-Key": key}),  # 404
+            client.post("/v1/status"),  # 405
+            client.options("/v1/status"),
+            client.get("/v1/test-only/boom"),  # 500
+            client.get("/healthz"),
+            client.get("/metrics"),
+            client.get("/dashboard/sign-in"),
+            client.post("/mcp", json=MCP_CALL, headers={"Accept": "application/json"}),
+        ]
+        made = [answer.headers.get("X-Request-Id") for answer in answers]
+        assert all(made), [a.request.url for a, m in zip(answers, made, strict=True) if not m]
+        assert len(set(made)) == len(made)  # a new id each
+        for sent in ("req-1", "b7a8f3c2-1d2e-4f5a-9b8c-7d6e5f4a3b2c", "A:b/c+d=_.", "x" * 128):
+            answer = client.get("/v1/status", headers={"X-Request-Id": sent})
+            assert answer.headers["X-Request-Id"] == sent
+        for unsafe in ("x" * 129, "a b", 'a"b', "a{b}", "", "é"):
+            answer = client.get("/v1/status", headers={"X-Request-Id": unsafe.encode()})
+            replaced = answer.headers["X-Request-Id"]
+            assert replaced != unsafe and len(replaced) == 32 and int(replaced, 16) >= 0
+    exposed = answers[0].headers["Access-Control-Expose-Headers"]
+    assert "X-Request-Id" in exposed.split(", ")
+    assert "X-Request-Id" in answers[4].headers["Access-Control-Allow-Headers"]
+
+
+def test_every_log_line_of_a_request_names_its_id(
+    failing_api: RunningApi, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The lines a request's answering writes, on its worker thread and on the event loop,
+    carry its id, in JSON and in text (the handler ``findata/logs.py`` configures)."""
+    config = logging_config("json")
+    written = {"json": io.StringIO(), "text": io.StringIO()}
+    handlers = []
+    for name, formatter in (("json", JsonFormatter()), ("text", TextFormatter())):
+        handler = logging.StreamHandler(written[name])
+        handler.setFormatter(formatter)
+        assert config["handlers"]["stderr"]["filters"] == ["request_id"]
+        handler.addFilter(RequestIdFilter())
+        handlers.append(handler)
+    logger = logging.getLogger("findata.api")
+    for handler in handlers:
+        logger.addHandler(handler)
+    try:
+        with caplog.at_level(logging.INFO, "findata.api"), failing_api.client() as client:
+            answer = client.get("/v1/test-only/boom", headers={"X-Request-Id": "boom-1"})
+            other = client.get("/v1/status")
+    finally:
+        for handler in handlers:
+            logger.removeHandler(handler)
+    assert answer.headers["X-Request-Id"] == "boom-1"
+    entries = [json.loads(line) for line in written["json"].getvalue().splitlines()]
+    ours = [entry for entry in entries if entry.get("request_id") == "boom-1"]
+    assert [entry["message"] for entry in ours][:2] == [
+        "about to fail",
+        "unhandled error on GET /v1/test-only/boom",
+    ]
+    assert ours[-1]["logger"] == "findata.api.access" and ours[-1]["status"] == 500
+    (status_line,) = [entry for entry in entries if entry.get("route") == "/v1/status"]
+    assert status_line["request_id"] == other.headers["X-Request-Id"]
+    text = written["text"].getvalue()
+    assert "WARNING findata.api: about to fail request_id=boom-1" in text
+    assert "GET /v1/status 200 " in text and f"request_id={other.headers['X-Request-Id']}" in text

@@ -130,3 +130,27 @@ def test_the_document_is_checked_strictly(document: OpenApiDocument) -> None:
     )
     with pytest.raises(AssertionError):
         document.check(extra)
+
+
+def test_the_change_feed_link_is_declared_where_answers_carry_its_cursor(
+    api: RunningApi, document: OpenApiDocument, scenarios: dict[str, Any]
+) -> None:
+    """Issue 42 point 7: the ``changesSince`` link (and ``meta.change_cursor``) is declared on
+    exactly the routes whose keyed answers carry ``meta.change_cursor``."""
+    key = api.new_key("redistribution").key
+    seen: dict[str, bool] = {}
+    with api.client() as client:
+        for path, params in _requests(scenarios):
+            answer = client.get(path, params=params, headers={"X-API-Key": key})
+            if answer.status_code != 200:
+                continue
+            template = document.template_of(answer.request.url.path)
+            carried = "change_cursor" in answer.json().get("meta", {})
+            assert seen.setdefault(template, carried) == carried, template
+            declared = document.document["paths"][template]["get"]["responses"]["200"]
+            assert ("changesSince" in declared.get("links", {})) == carried, template
+            meta = declared["content"]["application/json"]["schema"]["properties"].get("meta", {})
+            assert ("change_cursor" in meta.get("properties", {})) == carried, template
+    every_route = {p for n in endpoint_names() for p in load_endpoint_contract(n).paths}
+    assert set(seen) == every_route
+    assert not seen["/v1/changes"] and not seen["/v1/search"] and seen["/v1/prices/{tickers}"]

@@ -3,18 +3,29 @@
 from __future__ import annotations
 
 import datetime as dt
+import email
+import email.policy
 import json
 import os
 import re
+import shutil
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
+
+import httpx
+import pytest
 
 from findata.accounts.logins import Logins
 from findata.clock import SystemClock
 from findata.control_plane.database import engine_for
 from findata.local_secrets import dashboard_secret
-from findata.settings import Settings
+from findata.settings import Settings, served_base_url
+from tests.api.dashboard.people import CSRF, PASSWORD
+from tests.api.server import free_port
+from tests.findata.stopping import command_env, command_group, wait_answering
 
 FINDATA = Path(sys.executable).parent / "findata"
 
@@ -73,3 +84,66 @@ def test_landing_check_names_a_malformed_file(tmp_path: Path) -> None:
     result = _run(tmp_path, "landing", "check")
     assert result.returncode != 0
     assert "bad.csv" in result.stderr and "2024-02-30" in result.stderr
+
+
+def verification_link(url: str, home: Path) -> str:
+    """The link of the verification e-mail a new dashboard sign-up at ``url`` gets (written as
+    an .eml file under ``home/mail``: no SMTP server is configured)."""
+    with httpx.Client(base_url=url, timeout=30) as http:
+        form = http.get("/dashboard/sign-up")
+        token = CSRF.search(form.text)
+        assert token is not None, form.text[:300]
+        answer = http.post(
+            "/dashboard/sign-up",
+            data={"csrf_token": token[1], "email": "links@example.com", "password": PASSWORD},
+        )
+        assert answer.status_code == 303, answer.text
+    deadline = time.monotonic() + 60  # sent right after the answer (by the same process)
+    while not (written := list((home / "mail").glob("*-verify_email.eml"))):
+        assert time.monotonic() < deadline, "no verification e-mail"
+        time.sleep(0.1)
+    (message,) = written
+    body = email.message_from_bytes(message.read_bytes(), policy=email.policy.default)
+    found = re.search(r"(\S+)/dashboard/verify\?token=", body.get_body().get_content())  # type: ignore[union-attr]
+    assert found is not None
+    return found[1]
+
+
+@pytest.mark.parametrize("command", ["serve", "demo"])
+def test_mail_links_name_where_the_command_serves(
+    published_home: Path, tmp_path: Path, command: str
+) -> None:
+    """Issue 42 point 5: with FINDATA_BASE_URL unset, the links in e-mail name the port the
+    command serves on (the demo on a home refreshed already: it serves at once)."""
+    home = tmp_path / "home"
+    shutil.copytree(published_home, home, ignore=shutil.ignore_patterns("dagster"))
+    port = free_port()
+    env = command_env(home, 10, log_format="json")
+    with (
+        (tmp_path / "out.log").open("wb") as output,
+        command_group([command, "--port", str(port)], env, output) as process,
+    ):
+        wait_answering(f"http://127.0.0.1:{port}/healthz", process)
+        assert verification_link(f"http://127.0.0.1:{port}", home) == f"http://127.0.0.1:{port}"
+
+
+def test_a_base_url_that_is_set_is_kept(published_home: Path, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    port = free_port()
+    env = command_env(home, 10, base_url="https://findata.example.com/")
+    with (
+        (tmp_path / "out.log").open("wb") as output,
+        command_group(["serve", "--port", str(port)], env, output) as process,
+    ):
+        wait_answering(f"http://127.0.0.1:{port}/healthz", process)
+        link = verification_link(f"http://127.0.0.1:{port}", home)
+    assert link == "https://findata.example.com"
+
+
+def test_a_wildcard_address_is_served_under_the_host_name() -> None:
+    """0.0.0.0 and :: are no address to open: the links name this machine."""
+    here = socket.gethostname()
+    assert served_base_url("0.0.0.0", 8123) == f"http://{here}:8123"
+    assert served_base_url("::", 8123) == f"http://{here}:8123"
+    assert served_base_url("::1", 8123) == "http://[::1]:8123"
+    assert served_base_url("api.internal", 80) == "http://api.internal:80"

@@ -1,7 +1,8 @@
 """Structured logs (issue 22): ``findata serve`` with ``FINDATA_LOG_FORMAT=json`` writes every
 log line as one JSON object, one per request with the route template, status, duration and
-account id, never the key, the path's ticker or the query string; the default is readable text
-with the same fields. The API's processes write their lines from a thread of their own
+account id, never the key, the path's ticker or the query string, and the request's id (the
+``X-Request-Id`` sent, or a new one: issue 42); the default is readable text with the same
+fields. The API's processes write their lines from a thread of their own
 (``BackgroundStderrHandler``): with two workers every request answered, a tool call on /mcp
 too (with its key's account), has exactly one line, those answered just before SIGTERM too;
 the handler writes each line once, in order, from its own thread, and a process that ends
@@ -29,7 +30,10 @@ from findata.clock import SystemClock
 from findata.control_plane.database import engine_for
 from findata.logs import BackgroundStderrHandler, JsonFormatter, log_fields
 from tests.api.server import copy_published_home, free_port
-from tests.findata.stopping import command_env, command_group, wait_answering
+from tests.findata.stopping import FINDATA, command_env, command_group, wait_answering
+
+#: the id a proxy in front of the service gives the request (issue 42 point 16)
+REQUEST_ID = "edge-7f3a9c"
 
 
 def served_log(
@@ -51,8 +55,13 @@ def served_log(
         command_group(["serve", "--port", str(port), "--workers", "1"], env, output) as process,
     ):
         wait_answering(f"{url}/healthz", process)
-        answer = httpx.get(f"{url}/v1/prices/{ticker}", params={"api_key": issued.key})
+        answer = httpx.get(
+            f"{url}/v1/prices/{ticker}",
+            params={"api_key": issued.key},
+            headers={"X-Request-Id": REQUEST_ID},
+        )
         assert answer.status_code == 200, answer.text
+        assert answer.headers["X-Request-Id"] == REQUEST_ID
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=30) == 0
     return log.read_text(), issued.key, issued.account.id
@@ -63,15 +72,17 @@ def test_json_lines_name_the_route_and_account_never_the_key(
 ) -> None:
     ticker = scenarios["plain"]["ticker"]
     text, key, account_id = served_log(published_home, tmp_path, ticker, "json")
-    lines = [line for line in text.splitlines() if line.startswith("{")]
-    entries = [json.loads(line) for line in lines]  # every JSON line parses
+    entries = [json.loads(line) for line in text.splitlines()]  # every line, the banner too
     assert {"time", "level", "logger", "message"} <= set(entries[0])
+    (banner,) = [e for e in entries if e["logger"] == "findata.cli"]
+    assert banner["workers"] == 1 and banner["counters"] == "memory"
     requests = [e for e in entries if e["logger"] == "findata.api.access"]
     prices = [e for e in requests if e["route"] == "/v1/prices/{tickers}"]
     assert len(prices) == 1
     assert prices[0]["status"] == 200 and prices[0]["method"] == "GET"
     assert prices[0]["account_id"] == account_id
     assert prices[0]["duration_ms"] > 0
+    assert prices[0]["request_id"] == REQUEST_ID
     assert any(e["logger"] == "findata.shutdown" for e in entries)  # the stop is logged too
     assert key not in text and "api_key" not in text
     for entry in requests:
@@ -85,7 +96,7 @@ def test_text_lines_by_default(
     text, key, account_id = served_log(published_home, tmp_path, ticker, None)
     (line,) = [line for line in text.splitlines() if "GET /v1/prices/{tickers} 200" in line]
     assert "INFO findata.api.access: GET /v1/prices/{tickers} 200 " in line
-    assert line.endswith(f"ms account_id={account_id}")
+    assert line.endswith(f"ms account_id={account_id} request_id={REQUEST_ID}")
     assert key not in text
 
 
@@ -251,4 +262,61 @@ def test_two_workers_log_each_request_once_up_to_a_clean_stop(
     (mcp,) = [e for e in access if e["route"] == "/mcp"]
     assert mcp["method"] == "POST" and mcp["account_id"] == issued.account.id
     assert all(e["account_id"] is None for e in access if e["route"] == "/v1/status")  # no key
+    assert len({e["request_id"] for e in access}) == len(access)  # a new id each
     assert issued.key not in text
+
+
+@pytest.mark.parametrize(
+    ("setting", "value", "error"),
+    [
+        # a database out of reach (a port nobody listens on)
+        (
+            "database_url",
+            "postgresql+psycopg://findata@127.0.0.1:{port}/findata",
+            "OperationalError",
+        ),
+        ("workers", "many", "ValidationError"),  # a setting refused
+    ],
+)
+def test_a_start_up_failure_is_one_json_line(
+    tmp_path: Path, setting: str, value: str, error: str
+) -> None:
+    """Issue 42 point 18: with FINDATA_LOG_FORMAT=json a command that fails as it starts writes
+    one JSON line, the traceback a field of it (not a box-drawn traceback), and exits 1."""
+    env = command_env(tmp_path / "home", 10, log_format="json")
+    env[f"FINDATA_{setting.upper()}"] = value.format(port=free_port())
+    ended = subprocess.run(
+        [str(FINDATA), "serve", "--port", str(free_port())],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert ended.returncode == 1
+    assert ended.stdout == ""
+    (line,) = ended.stderr.splitlines()
+    entry = json.loads(line)
+    assert entry["level"] == "critical" and entry["logger"] == "findata.cli"
+    assert entry["message"].startswith(f"findata failed: {error}: ")
+    assert entry["error"] == error
+    assert entry["exception"].startswith("Traceback (most recent call last):")
+
+
+def test_ui_writes_json_lines_only(tmp_path: Path) -> None:
+    """Issue 42 point 18: ``findata ui`` with FINDATA_LOG_FORMAT=json: Dagster's own lines (its
+    webserver's and daemon's, set by `dagster dev --log-format json`) and findata's are JSON
+    lines, from the start to the stop."""
+    port = free_port()
+    env = command_env((tmp_path / "home").resolve(), 25, log_format="json")
+    log = tmp_path / "ui.log"
+    with (
+        log.open("wb") as output,
+        command_group(["ui", "--port", str(port)], env, output) as process,
+    ):
+        wait_answering(f"http://127.0.0.1:{port}/server_info", process, 240)
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=60) == 0
+    entries = [json.loads(line) for line in log.read_text().splitlines()]
+    loggers = {entry["logger"] for entry in entries}
+    assert {"dagster", "dagster-webserver", "findata.shutdown"} <= loggers, loggers
