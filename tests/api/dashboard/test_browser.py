@@ -82,8 +82,9 @@ class Visit:
         """Press the keys page's Create or Regenerate button (confirming a regeneration); the
         key it shows once."""
         self.go("/dashboard/keys")
-        self.page.fill("#key-form input[name=label]", label)
-        self.page.click(f"#key-form button:has-text('{button}')")
+        if label:
+            self.page.fill("#key-form input[name=label]", label)
+        self.page.click(f"button:has-text('{button}')")
         if "/dashboard/keys/regenerate" in self.page.url:
             assert "Regenerate your key?" in self.text()
             self.page.click("form.confirm button")
@@ -331,7 +332,7 @@ def test_a_cookie_saved_before_sign_out_is_refused_after_it(
     visit.sign_up()
     visit.go("/dashboard/keys")
     saved = visit.context.cookies()
-    csrf = visit.page.get_attribute("#key-form input[name=csrf_token]", "value")
+    csrf = visit.page.locator("input[name=csrf_token]").first.get_attribute("value")
     visit.page.click("button:has-text('Sign out')")
     assert visit.page.url.endswith("/dashboard/sign-in")
 
@@ -354,12 +355,11 @@ def test_a_reload_after_a_form_creates_nothing(
     account = dashboard.store.find_account_by_email(visit.email)
     assert account is not None
     dashboard.store.set_plan(account.id, "max")
-    key = visit.new_key("Create key", label="reload check")
+    key = visit.new_key("Create key")
     visit.page.reload()
     assert visit.page.url.endswith("/dashboard/keys")
     assert visit.page.locator("#new-key").count() == 0 and key not in visit.page.content()
     assert len(dashboard.store.list_keys(account.id)) == 1
-    assert "reload check" in visit.page.inner_text("#keys")
 
     visit.go("/dashboard/webhooks")
     visit.page.fill("input[name=url]", receiver.url())
