@@ -4,8 +4,8 @@ verification and password-reset links, password changes.
 Passwords are stored as argon2 hashes only. Failed sign-ins are throttled per account e-mail and
 per IP address from ``sign_in_attempts``. The links are signed with the dashboard's secret and
 expire by the injectable clock; a reset link is bound to the password it was issued under, so it
-works once. A person's ``session_stamp`` changes with every password change, which ends the
-sessions started under the old password.
+works once. Setting a password (a change or a reset) ends every dashboard session of the account
+(``accounts/sessions.py``); the dashboard then starts a new one for the person who set it.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from itsdangerous import BadSignature, TimestampSigner, URLSafeTimedSerializer
 from pwdlib import PasswordHash
 from pwdlib.hashers.argon2 import Argon2Hasher
 
+from findata.accounts.sessions import end_sessions
 from findata.accounts.store import (
     Account,
     AccountError,
@@ -96,8 +97,6 @@ class Person:
     account: Account
     email_verified: bool
     has_password: bool
-    #: changes whenever the password changes; a session that stored another one is ended
-    session_stamp: str
 
 
 class Logins:
@@ -298,7 +297,6 @@ class Logins:
             account=_account(row),
             email_verified=row.email_verified_at is not None,
             has_password=row.password_hash is not None,
-            session_stamp=self._mac("session-stamp", row.id, _time_text(row.password_changed_at)),
         )
 
     def _password_state(self, row: sa.Row) -> str:
@@ -444,6 +442,8 @@ def _record_attempt(
 def _set_password(
     connection: sa.Connection, account_id: str, password_hash: str, now: dt.datetime
 ) -> None:
+    """Store the new password's hash; every session of the account ends with the old one."""
+    end_sessions(connection, account_id)
     connection.execute(
         accounts.update()
         .where(accounts.c.id == account_id)

@@ -16,6 +16,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from findata.accounts.keys import key_hash, new_key, visible_prefix
+from findata.accounts.sessions import end_sessions
 from findata.accounts.tables import accounts, api_keys
 from findata.clock import Clock, as_utc
 from findata.contracts.plans import Plan, load_plans, plan
@@ -71,6 +72,7 @@ class IssuedKey:
     prefix: str
     created_at: dt.datetime
     revoked_key_ids: list[int]
+    label: str | None = None
 
 
 @dataclass(frozen=True)
@@ -141,11 +143,14 @@ class AccountStore:
         return None if row is None else _to_account(row)
 
     def set_state(self, account_id: str, state: str) -> Account:
-        """Enable or disable an account (its keys stay as they are)."""
+        """Enable or disable an account (its keys stay as they are; disabling ends its
+        dashboard sessions)."""
         if state not in ("enabled", "disabled"):
             raise AccountError(f"unknown account state {state!r}")
         with self.engine.begin() as connection:
             lock_account(connection, account_id)
+            if state == "disabled":
+                end_sessions(connection, account_id)
             connection.execute(
                 accounts.update()
                 .where(accounts.c.id == account_id)
@@ -165,9 +170,11 @@ class AccountStore:
 
     # keys
 
-    def create_key(self, account_id: str) -> IssuedKey:
+    def create_key(self, account_id: str, label: str | None = None) -> IssuedKey:
         """Issue a key under the plan's rule: Free and Pro regenerate (the active key is revoked);
-        Max and Redistribution add one up to their limit."""
+        Max and Redistribution add one up to their limit. ``label`` names it for its owner (at
+        most 64 characters; blank is none)."""
+        label = key_label(label)
         now = self.clock.now()
         key = new_key()
         with self.engine.begin() as connection:
@@ -191,9 +198,10 @@ class AccountStore:
                     key_hash=key_hash(key),
                     prefix=visible_prefix(key),
                     created_at=now,
+                    label=label,
                 )
             ).inserted_primary_key[0]
-        return IssuedKey(account, key, key_id, visible_prefix(key), now, revoked)
+        return IssuedKey(account, key, key_id, visible_prefix(key), now, revoked, label)
 
     def revoke_key(self, key: str) -> KeyOwner:
         """Revoke the key ``key`` (a key revoked already keeps its first revocation date)."""
@@ -281,6 +289,7 @@ class AccountStore:
         query = (
             sa.select(
                 api_keys.c.id,
+                api_keys.c.label,
                 api_keys.c.prefix,
                 api_keys.c.created_at,
                 api_keys.c.revoked_at,
@@ -304,6 +313,15 @@ def _normalised_email(email: str) -> str:
     if EMAIL_PATTERN.fullmatch(email) is None:
         raise AccountError(f"not an e-mail address: {email!r}")
     return email
+
+
+def key_label(label: str | None) -> str | None:
+    """A key's label as stored: trimmed, None when blank; AccountError when it is too long."""
+    label = (label or "").strip()
+    limit = api_keys.c.label.type.length
+    if len(label) > limit:
+        raise AccountError(f"a key's label has at most {limit} characters")
+    return label or None
 
 
 def _check_plan(plan_code: str) -> Plan:

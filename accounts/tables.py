@@ -1,5 +1,5 @@
 """Accounts, API keys, usage counters (migrations 0002, 0003, 0006), and the dashboard's sign-in,
-invitation and billing records (migration 0005), as SQLAlchemy Core tables."""
+invitation and billing records (migration 0005) and sessions (0007), as SQLAlchemy Core tables."""
 
 from __future__ import annotations
 
@@ -45,6 +45,8 @@ api_keys = sa.Table(
     sa.Column("revoked_at", sa.DateTime(timezone=True), nullable=True),
     # the key's last use, to the minute (written at most once a minute per key: 0005)
     sa.Column("last_used_at", sa.DateTime(timezone=True), nullable=True),
+    # what the owner calls the key ("production", "laptop"): shown beside its prefix (0007)
+    sa.Column("label", sa.String(64), nullable=True),
 )
 
 #: request and row counts per subject (an account id) and UTC window (day or clock hour)
@@ -157,4 +159,21 @@ invoices = sa.Table(
     sa.Column("provider_reference", sa.String(128), nullable=True),
     sa.Column("state", sa.String(16), nullable=False),  # recorded | paid | failed
     sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+)
+
+#: signed-in dashboard sessions (0007), found by the SHA-256 of the cookie's random token (the
+#: token itself is never stored). Sign-out deletes its row; a password change or reset and
+#: disabling the account delete every row of the account. ``once`` is a secret shown on the next
+#: page only (a new key, a webhook signing secret), encrypted under a key derived from the
+#: cookie's token, and cleared when it is shown.
+dashboard_sessions = sa.Table(
+    "dashboard_sessions",
+    metadata,
+    sa.Column("token_hash", sa.String(64), primary_key=True),
+    sa.Column(
+        "account_id", sa.String(32), sa.ForeignKey("accounts.id"), nullable=False, index=True
+    ),
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("expires_at", sa.DateTime(timezone=True), nullable=False, index=True),
+    sa.Column("once", sa.Text, nullable=True),
 )

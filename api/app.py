@@ -23,6 +23,7 @@ from findata.accounts.store import AccountStore
 from findata.api.auth import authenticate, read_key
 from findata.api.cache import response_cache
 from findata.api.client_notices import NOTICED_ERRORS, notice_headers
+from findata.api.dashboard.errors import dashboard_error_page
 from findata.api.dashboard.mount import mount_dashboard
 from findata.api.data_requests import Serving
 from findata.api.errors import (
@@ -168,8 +169,12 @@ async def _validation_error(_request: Request, error: Exception) -> Response:
 
 
 async def _http_exception(request: Request, error: Exception) -> Response:
-    """Routing's own answers in the spec's words; the key is checked before the path."""
+    """Routing's own answers in the spec's words (pages under ``/dashboard``); the key is
+    checked before the path."""
     assert isinstance(error, HTTPException)
+    page = dashboard_error_page(request, error)
+    if page is not None:
+        return page
     if error.status_code == 405:
         return error_response(MethodNotAllowed())
     if error.status_code == 404:

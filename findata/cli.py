@@ -553,6 +553,9 @@ def keys_create(
         None
     ),
     plan: Annotated[str | None, typer.Option()] = None,
+    label: Annotated[str | None, typer.Option(help="What you call the key (64 characters).")] = (
+        None
+    ),
 ) -> None:
     """Create an API key (shown once); prints JSON with account_id and key. On Free and Pro the
     account's current key is revoked (regenerate); Max and Redistribution add one up to 5 or 10."""
@@ -574,13 +577,14 @@ def keys_create(
             account_id = found.id
         else:
             raise AccountError("give either --account ID or both --email and --plan")
-        issued = store.create_key(account_id)
+        issued = store.create_key(account_id, label)
     _print_json(
         {
             **_account_json(issued.account),
             "key": issued.key,
             "key_id": issued.key_id,
             "prefix": issued.prefix,
+            "label": issued.label,
             "key_created_at": issued.created_at.isoformat(),
             "revoked_key_ids": issued.revoked_key_ids,
         }

@@ -9,7 +9,6 @@ from urllib.parse import quote
 
 from fastapi import Depends, Request
 
-from findata.accounts.store import AccountNotFound
 from findata.api.dashboard.page import Page, Redirect
 from findata.api.dashboard.services import DashboardServices
 
@@ -18,19 +17,18 @@ DISABLED = "/dashboard/disabled"
 
 
 def visitor(request: Request) -> Page:
-    """The page of anyone: the session read, the person loaded when signed in (a session of
-    an older password, or of an account that is gone, is signed out)."""
+    """The page of anyone: the session read, the person loaded when its record is live (a
+    cookie whose session was ended, by sign-out, a password change or disabling the account,
+    or has expired, is anonymous)."""
     services: DashboardServices = request.app.state.dashboard
-    session = services.cookies.read(request, services.clock.now())
+    session = services.cookies.read(request)
     person = None
-    if session.account_id is not None:
-        try:
-            person = services.logins.person(session.account_id)
-        except AccountNotFound:
-            person = None
-        if person is None or person.session_stamp != session.stamp:
+    if session.token is not None:
+        account_id = services.sessions.account_of(session.token)
+        if account_id is None:
             session.sign_out()
-            person = None
+        else:
+            person = services.logins.person(account_id)
     return Page(request, services, session, person)
 
 

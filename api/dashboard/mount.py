@@ -1,27 +1,23 @@
-"""The dashboard in the API's app: its services, pages, static files and the answers to a
-visitor who must sign in first or posted a form without its CSRF token."""
+"""The dashboard in the API's app: its services, pages, static files, the site's icon, and the
+answers to a visitor who must sign in first or posted a form without its CSRF token (routing's
+404 and 405 pages: ``errors.dashboard_error_page``, called by the app's handler)."""
 
 from __future__ import annotations
 
 from fastapi import FastAPI, Request
 from fastapi.staticfiles import StaticFiles
-from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.responses import FileResponse, RedirectResponse, Response
 
 from findata.accounts.counters import UsageCounters
 from findata.accounts.store import AccountStore
+from findata.api.dashboard.errors import csrf_refused_page
 from findata.api.dashboard.page import SECURITY_HEADERS, CsrfRefused, Redirect
-from findata.api.dashboard.routes import billing, keys, people, usage, webhooks
+from findata.api.dashboard.routes import PAGES
 from findata.api.dashboard.services import STATIC, build_services
 from findata.clock import Clock
 from findata.settings import Settings
 
-#: the dashboard's pages, one router per concern
-PAGES = (people.router, keys.router, usage.router, billing.router, webhooks.router)
-CSRF_REFUSED = (
-    "<!doctype html><title>Form expired · findata</title><h1>This form has expired</h1>"
-    "<p>The page was open too long, or it came from somewhere else. Go back, reload the page "
-    "and send the form again.</p><p><a href='/dashboard'>Dashboard</a></p>"
-)
+FAVICON = STATIC / "favicon.ico"
 
 
 def mount_dashboard(
@@ -37,6 +33,8 @@ def mount_dashboard(
     for router in PAGES:
         app.include_router(router)
     app.add_api_route("/", _to_dashboard, methods=["GET"], include_in_schema=False)
+    # browsers ask every site for its icon: a real one, rather than a 404 on every first visit
+    app.add_api_route("/favicon.ico", _favicon, methods=["GET"], include_in_schema=False)
     app.add_exception_handler(Redirect, _redirect)
     app.add_exception_handler(CsrfRefused, _csrf_refused)
 
@@ -45,10 +43,16 @@ def _to_dashboard() -> Response:
     return RedirectResponse("/dashboard", status_code=307)
 
 
+def _favicon() -> Response:
+    return FileResponse(
+        FAVICON, media_type="image/x-icon", headers={"Cache-Control": "public, max-age=86400"}
+    )
+
+
 async def _redirect(_request: Request, error: Exception) -> Response:
     assert isinstance(error, Redirect)
     return RedirectResponse(error.url, status_code=303, headers=SECURITY_HEADERS)
 
 
-async def _csrf_refused(_request: Request, _error: Exception) -> Response:
-    return HTMLResponse(CSRF_REFUSED, status_code=403, headers=SECURITY_HEADERS)
+async def _csrf_refused(request: Request, _error: Exception) -> Response:
+    return csrf_refused_page(request)

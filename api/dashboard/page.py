@@ -70,6 +70,29 @@ class Page:
             raise CsrfRefused()
         return form
 
+    def sign_in(self, account_id: str) -> None:
+        """Start a session of the account (a record the cookie names); a session this browser
+        had before is ended."""
+        self.sign_out()
+        self.session.sign_in(self.services.sessions.start(account_id))
+
+    def sign_out(self) -> None:
+        """End the session: its record is deleted, so a saved copy of the cookie is refused."""
+        if self.session.token is not None:
+            self.services.sessions.end(self.session.token)
+            self.session.sign_out()
+
+    def hold_once(self, purpose: str, **payload: Any) -> None:
+        """Keep ``payload`` (a key or secret to show once) for the page of ``purpose``."""
+        assert self.session.token is not None
+        self.services.sessions.hold_once(self.session.token, purpose, payload)
+
+    def take_once(self, purpose: str) -> dict[str, Any]:
+        """What was held for the page of ``purpose`` (empty when nothing), no longer held."""
+        if self.session.token is None:
+            return {}
+        return self.services.sessions.take_once(self.session.token, purpose) or {}
+
     def render(self, template: str, status: int = 200, **context: Any) -> Response:
         """The page ``template`` with the common context (person, plan, CSRF token, notice)."""
         response = self.services.templates.TemplateResponse(
@@ -84,6 +107,27 @@ class Page:
             status_code=status,
         )
         return self.finish(response)
+
+    def confirm(
+        self,
+        *,
+        title: str,
+        message: str,
+        button: str,
+        back: str,
+        fields: dict[str, str] | None = None,
+    ) -> Response:
+        """The confirmation step of a destructive action, without JavaScript: a page whose
+        form (``fields`` hidden in it) POSTs to this same address; Cancel leads to ``back``."""
+        return self.render(
+            "confirm.html",
+            title=title,
+            message=message,
+            button=button,
+            back=back,
+            fields=fields or {},
+            action=self.request.url.path,
+        )
 
     def redirect(self, url: str, notice: str | None = None) -> Response:
         """A 303 to ``url`` (after a form: the browser then GETs it), which shows ``notice``."""

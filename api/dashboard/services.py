@@ -1,5 +1,5 @@
 """What the dashboard's pages use, built once per app: accounts and sign-in, billing, webhook
-endpoints, the mail outbox and its sender, session cookies and the page templates."""
+endpoints, the mail outbox and its sender, session records and cookies, and the page templates."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from findata.accounts.counters import UsageCounters
 from findata.accounts.logins import Logins
 from findata.accounts.mailer import Mailer
 from findata.accounts.notices import NoticeBox
+from findata.accounts.sessions import SessionRecords
 from findata.accounts.store import AccountStore
 from findata.api.dashboard.sessions import SessionCookies
 from findata.clock import Clock
@@ -41,6 +42,7 @@ class DashboardServices:
     webhooks: WebhookEndpoints
     notice_box: NoticeBox
     mailer: Mailer
+    sessions: SessionRecords
     cookies: SessionCookies
     templates: Jinja2Templates
 
@@ -72,6 +74,7 @@ def build_services(
         ),
         notice_box=NoticeBox.from_settings(settings),
         mailer=Mailer.from_settings(settings, engine, clock),
+        sessions=SessionRecords(engine, clock),
         cookies=SessionCookies(secret),
         templates=templates,
     )

@@ -1,13 +1,14 @@
-"""Dashboard sessions in a signed cookie: who is signed in, the password stamp they signed in
-under (a password change ends every other session), and the CSRF token of the session's forms.
+"""The dashboard's session cookie, signed: the CSRF token of the session's forms, the notice for
+the next page, and, once signed in, the random token of the session's record in the control
+plane (``accounts/sessions.py``: who is signed in, until when; sign-out deletes it, so a copy of
+the cookie saved before is worth nothing after).
 
 The cookie is HttpOnly, SameSite=Lax, limited to ``/dashboard`` (API requests never carry it)
-and Secure when the page is served over https. Its age is checked against the app's clock.
+and Secure when the page is served over https.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import hmac
 import secrets
 from dataclasses import dataclass, field
@@ -16,20 +17,19 @@ from itsdangerous import BadSignature, URLSafeSerializer
 from starlette.requests import Request
 from starlette.responses import Response
 
+from findata.accounts.sessions import LIFETIME
+
 COOKIE = "findata_session"
 COOKIE_PATH = "/dashboard"
-#: a session lasts this long after sign-in
-LIFETIME = dt.timedelta(days=14)
 
 
 @dataclass
 class Session:
-    """One browser's session: anonymous (only a CSRF token) or signed in."""
+    """One browser's session: anonymous (only a CSRF token) or signed in (``token`` names its
+    record)."""
 
     csrf: str = field(default_factory=lambda: secrets.token_urlsafe(32))
-    account_id: str | None = None
-    stamp: str | None = None
-    signed_in_at: float | None = None
+    token: str | None = None
     notice: str | None = None  # shown once, on the next page (after a redirect)
     changed: bool = False
 
@@ -45,16 +45,17 @@ class Session:
             self.changed = True
         return notice
 
-    def sign_in(self, account_id: str, stamp: str, now: dt.datetime) -> None:
-        """Start a signed-in session (a new CSRF token: nothing from before carries over)."""
+    def sign_in(self, token: str) -> None:
+        """Carry the new session record's ``token`` (a new CSRF token: nothing from before
+        carries over)."""
         self.csrf = secrets.token_urlsafe(32)
-        self.account_id, self.stamp, self.signed_in_at = account_id, stamp, now.timestamp()
+        self.token = token
         self.changed = True
 
     def sign_out(self) -> None:
-        """Forget who was signed in."""
+        """Forget the session record (the caller ends it when it still exists)."""
         self.csrf = secrets.token_urlsafe(32)
-        self.account_id = self.stamp = self.signed_in_at = None
+        self.token = None
         self.changed = True
 
     def csrf_matches(self, presented: str | None) -> bool:
@@ -63,32 +64,20 @@ class Session:
 
 
 class SessionCookies:
-    """Reads and writes sessions with the server's secret."""
+    """Reads and writes session cookies with the server's secret."""
 
     def __init__(self, secret: bytes) -> None:
         self._serializer = URLSafeSerializer(secret, salt="findata.dashboard.session")
 
-    def read(self, request: Request, now: dt.datetime) -> Session:
-        """The request's session; a new anonymous one when there is none, it is forged, or
-        it is older than its lifetime."""
+    def read(self, request: Request) -> Session:
+        """The request's session; a new anonymous one when there is none or it is forged."""
         raw = request.cookies.get(COOKIE)
         if raw:
             try:
                 data = self._serializer.loads(raw)
-                session = Session(
-                    csrf=data["csrf"],
-                    account_id=data.get("acct"),
-                    stamp=data.get("stamp"),
-                    signed_in_at=data.get("at"),
-                    notice=data.get("notice"),
-                )
+                return Session(csrf=data["csrf"], token=data.get("sid"), notice=data.get("notice"))
             except (BadSignature, KeyError, TypeError):
-                return Session(changed=True)
-            if session.signed_in_at is not None and (
-                now.timestamp() - session.signed_in_at > LIFETIME.total_seconds()
-            ):
-                session.sign_out()
-            return session
+                pass
         return Session(changed=True)
 
     def write(self, request: Request, response: Response, session: Session) -> None:
@@ -96,9 +85,8 @@ class SessionCookies:
         if not session.changed:
             return
         value = self._serializer.dumps(
-            {"csrf": session.csrf, "acct": session.account_id, "stamp": session.stamp,
-             "at": session.signed_in_at, "notice": session.notice}
-        )  # fmt: skip
+            {"csrf": session.csrf, "sid": session.token, "notice": session.notice}
+        )
         response.set_cookie(
             COOKIE,
             value,

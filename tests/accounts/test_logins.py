@@ -28,6 +28,7 @@ from findata.accounts.logins import (
     SignInThrottled,
     TokenInvalid,
 )
+from findata.accounts.sessions import SessionRecords
 from findata.accounts.store import AccountError, AccountNotFound, AccountStore
 from findata.accounts.tables import accounts, sign_in_attempts
 from findata.clock import ManualClock, as_utc
@@ -108,7 +109,6 @@ def test_sign_up_then_sign_in(logins: Logins, engine: sa.Engine) -> None:
     assert person.account.plan == "free" and person.account.enabled
     assert person.account.created_at == START
     assert person.has_password and not person.email_verified
-    assert re.fullmatch(r"[0-9a-f]{32}", person.session_stamp)
     stored = _stored(engine, person.account.id)
     assert as_utc(stored.password_changed_at) == START
     assert stored.email_verified_at is None
@@ -291,7 +291,6 @@ def test_verification_link_confirms_the_address_once(
     clock.advance(dt.timedelta(hours=47))
     verified = logins.verify_email(token)
     assert verified.email_verified and verified.account == person.account
-    assert verified.session_stamp == person.session_stamp
     assert as_utc(_stored(engine, person.account.id).email_verified_at) == clock.now()
     # the same link again: still fine, and the first confirmation time stays
     clock.advance(dt.timedelta(minutes=30))
@@ -334,6 +333,8 @@ def test_reset_link_sets_a_new_password_once(
     logins: Logins, clock: ManualClock, engine: sa.Engine
 ) -> None:
     person = logins.sign_up("alice@example.com", PASSWORD)
+    sessions = SessionRecords(engine, clock)
+    signed_in = sessions.start(person.account.id)
     found = logins.reset_token("ALICE@example.com")
     assert found is not None
     account, token = found
@@ -341,7 +342,7 @@ def test_reset_link_sets_a_new_password_once(
     clock.advance(dt.timedelta(minutes=59))
     reset = logins.reset_password(token, OTHER_PASSWORD)
     assert reset.email_verified  # the link was read at the address
-    assert reset.session_stamp != person.session_stamp  # other sessions end
+    assert sessions.account_of(signed_in) is None  # every session ends
     assert as_utc(_stored(engine, person.account.id).password_changed_at) == clock.now()
     _refused(logins, "alice@example.com", PASSWORD)
     assert logins.sign_in("alice@example.com", OTHER_PASSWORD, IP) == reset
@@ -402,15 +403,17 @@ def test_change_password_ends_other_sessions(
 ) -> None:
     person = logins.sign_up("alice@example.com", PASSWORD)
     other = logins.sign_up("bob@example.com", PASSWORD)
-    assert other.session_stamp != person.session_stamp
+    sessions = SessionRecords(engine, clock)
+    alices, bobs = sessions.start(person.account.id), sessions.start(other.account.id)
     clock.advance(dt.timedelta(days=3))
     with pytest.raises(LoginRefused, match=re.escape(WRONG_LOGIN)):
         logins.change_password(person.account.id, OTHER_PASSWORD, "a third password here", IP)
     assert logins.person(person.account.id) == person
+    assert sessions.account_of(alices) == person.account.id  # a refusal ends nothing
 
     changed = logins.change_password(person.account.id, PASSWORD, OTHER_PASSWORD, IP)
-    assert changed.session_stamp != person.session_stamp
-    assert logins.person(person.account.id).session_stamp == changed.session_stamp
+    assert sessions.account_of(alices) is None
+    assert sessions.account_of(bobs) == other.account.id
     assert as_utc(_stored(engine, person.account.id).password_changed_at) == clock.now()
     _refused(logins, "alice@example.com", PASSWORD)
     assert logins.sign_in("alice@example.com", OTHER_PASSWORD, IP) == changed
@@ -438,7 +441,7 @@ def test_wrong_current_passwords_are_throttled_as_failed_sign_ins(
 
     clock.advance(THROTTLE_WINDOW)
     changed = logins.change_password(account, PASSWORD, OTHER_PASSWORD, IP)
-    assert changed.session_stamp != person.session_stamp
+    assert changed.account == person.account
     assert _attempts(engine)[-2:] == [
         ("email:alice@example.com", clock.now(), True),
         (f"ip:{IP}", clock.now(), True),

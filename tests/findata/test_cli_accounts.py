@@ -29,7 +29,8 @@ def test_accounts_and_keys_round_trip(cli: Cli) -> None:
     assert account["email"] == "ops@example.com" and account["state"] == "enabled"
 
     first = cli.json("keys", "create", "--account", account_id)
-    second = cli.json("keys", "create", "--account", account_id)
+    second = cli.json("keys", "create", "--account", account_id, "--label", " ci runner ")
+    assert (first["label"], second["label"]) == (None, "ci runner")
     for issued in (first, second):
         assert is_complete_key(str(issued["key"]))
         assert issued["account_id"] == account_id
@@ -39,6 +40,7 @@ def test_accounts_and_keys_round_trip(cli: Cli) -> None:
     assert revoked["key_id"] == first["key_id"] and revoked["revoked_at"]
     listed = json.loads(cli.run("keys", "list", "--account", account_id).stdout)
     assert [row["prefix"] for row in listed] == [second["prefix"], first["prefix"]]
+    assert [row["label"] for row in listed] == ["ci runner", None]
     assert "key" not in listed[0] and "key_hash" not in listed[0]
 
     assert cli.json("accounts", "disable", account_id)["state"] == "disabled"

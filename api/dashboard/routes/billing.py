@@ -1,7 +1,8 @@
-"""The plan and billing page: the current plan and billing interval, change plan or interval,
-redeem an invitation (30 days of Pro or Max free, then billing at the chosen interval unless
-cancelled), the current period and the invoices (the built-in provider records what would be
-charged)."""
+"""The plan and billing page: the current plan and billing interval, the plans compared (from
+contracts/plans.yaml), change plan or interval, redeem an invitation (30 days of Pro or Max
+free, then billing at the chosen interval unless cancelled), the current period and the
+invoices (the built-in provider records what would be charged). Cancelling a trial asks for
+confirmation first."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from findata.accounts.invitations import cancel_trial, redeem
 from findata.accounts.store import AccountError
 from findata.api.dashboard.deps import Member
 from findata.api.dashboard.page import Page, form_text
+from findata.api.dashboard.plan_comparison import plan_comparison
 
 router = APIRouter(prefix="/dashboard/billing")
 PAGE = "/dashboard/billing"
@@ -27,6 +29,7 @@ def _billing_page(page: Page, status: int = 200, **context: object) -> Response:
         billing=summary,
         amount=format_amount,
         intervals=INTERVALS,
+        comparison=plan_comparison(),
         **context,
     )
 
@@ -81,6 +84,22 @@ async def redeem_invitation(page: Member) -> Response:
         PAGE, f"Invitation redeemed: {trial.plan.capitalize()} free until "
         f"{trial.ends_at:%Y-%m-%d %H:%M} UTC; nothing is charged before then.",
     )  # fmt: skip
+
+
+@router.get("/trial/cancel", include_in_schema=False)
+def confirm_cancel(page: Member) -> Response:
+    """Ask before cancelling the trial."""
+    trial = page.services.billing.summary(page.signed_in.account.id).trial
+    if trial is None or trial.cancelled:
+        return page.redirect(PAGE)
+    return page.confirm(
+        title="Cancel the trial?",
+        message=f"You keep {trial.plan.capitalize()} until {trial.ends_at:%Y-%m-%d %H:%M} UTC; "
+        "then the account returns to Free and nothing is charged. A cancelled trial cannot be "
+        "resumed.",
+        button="Cancel the trial",
+        back=PAGE,
+    )
 
 
 @router.post("/trial/cancel", include_in_schema=False)

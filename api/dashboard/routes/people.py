@@ -19,6 +19,7 @@ from findata.api.dashboard.page import Page, form_text
 
 router = APIRouter(prefix="/dashboard")
 HOME = "/dashboard/keys"
+RESET_SENT = "/dashboard/reset/sent"
 
 
 def _safe_next(target: str) -> str:
@@ -58,7 +59,7 @@ async def sign_up(page: Visitor) -> Response:
         person = page.services.logins.sign_up(email, password)
     except (AccountError, PasswordRejected) as refused:
         return page.render("sign_up.html", status=400, error=str(refused), email=email)
-    page.session.sign_in(person.account.id, person.session_stamp, page.services.clock.now())
+    page.sign_in(person.account.id)
     _verification_mail(page, person.account.id)
     return send_soon(page.services, page.redirect(HOME))
 
@@ -83,15 +84,15 @@ async def sign_in(page: Visitor) -> Response:
         )
     except LoginRefused as refused:
         return page.render("sign_in.html", status=400, error=str(refused), email=email, next=target)
-    page.session.sign_in(person.account.id, person.session_stamp, page.services.clock.now())
+    page.sign_in(person.account.id)
     return page.redirect(target if person.account.enabled else "/dashboard/disabled")
 
 
 @router.post("/sign-out", include_in_schema=False)
 async def sign_out(page: Visitor) -> Response:
-    """End the session."""
+    """End the session, on the server too: a copy of the cookie is signed out as well."""
     await page.form()
-    page.session.sign_out()
+    page.sign_out()
     return page.redirect(SIGN_IN)
 
 
@@ -148,12 +149,17 @@ async def reset(page: Visitor) -> Response:
             page.services, account, "password_reset", "Reset your findata password",
             sensitive=True, token=token,
         )  # fmt: skip
-    response = page.render(
+    return send_soon(page.services, page.redirect(RESET_SENT))
+
+
+@router.get("/reset/sent", include_in_schema=False)
+def reset_sent(page: Visitor) -> Response:
+    """Where the reset form leads (a reload sends nothing again)."""
+    return page.render(
         "message.html", title="Check your e-mail",
         message="If an account uses that address, a link to set a new password is on its way. "
         "It works for one hour.",
     )  # fmt: skip
-    return send_soon(page.services, response)
 
 
 @router.get("/reset/confirm", include_in_schema=False)
@@ -164,14 +170,14 @@ def reset_confirm_form(page: Visitor, token: str = "") -> Response:
 
 @router.post("/reset/confirm", include_in_schema=False)
 async def reset_confirm(page: Visitor) -> Response:
-    """Set the new password and sign in (every other session ends)."""
+    """Set the new password and sign in (every session of the account ends first)."""
     form = await page.form()
     token = form_text(form, "token")
     try:
         person = page.services.logins.reset_password(token, form_text(form, "password"))
     except (TokenInvalid, PasswordRejected) as refused:
         return page.render("reset_confirm.html", status=400, token=token, error=str(refused))
-    page.session.sign_in(person.account.id, person.session_stamp, page.services.clock.now())
+    page.sign_in(person.account.id)
     return page.redirect(HOME, "Your password is set.")
 
 
@@ -183,8 +189,8 @@ def account(page: Member) -> Response:
 
 @router.post("/account/password", include_in_schema=False)
 async def change_password(page: Member) -> Response:
-    """Change the password (other sessions end; this one goes on); wrong current passwords
-    are throttled as failed sign-ins are."""
+    """Change the password (every other session ends; this browser gets a new one); wrong
+    current passwords are throttled as failed sign-ins are."""
     form = await page.form()
     ip = page.request.client.host if page.request.client else "unknown"
     try:
@@ -195,5 +201,5 @@ async def change_password(page: Member) -> Response:
         return page.render("account.html", status=429, error=str(throttled))
     except (LoginRefused, PasswordRejected) as refused:
         return page.render("account.html", status=400, error=str(refused))
-    page.session.sign_in(person.account.id, person.session_stamp, page.services.clock.now())
+    page.sign_in(person.account.id)
     return page.redirect("/dashboard/account", "Your password is changed.")

@@ -1,7 +1,8 @@
 """The webhooks pages (Max and Redistribution; Free and Pro see what they would get), on
-``webhooks.endpoints.WebhookEndpoints``: add an endpoint (its ``whsec_`` secret shown once),
-the list with states, pause, resume, send a test, rotate the secret, remove, and each
-endpoint's delivery log (50 newest of 30 days) with Resend on Failed and No retries left."""
+``webhooks.endpoints.WebhookEndpoints``: add an endpoint (its ``whsec_`` secret shown once, on
+the endpoint's page the form leads to), the list with states, pause, resume, send a test, rotate
+the secret (shown once too), remove (after a confirmation), and each endpoint's delivery log
+(50 newest of 30 days) with Resend on Failed and No retries left."""
 
 from __future__ import annotations
 
@@ -26,6 +27,11 @@ def _list_page(page: Page, status: int = 200, **context: object) -> Response:
         endpoints=page.services.webhooks.list(account.id),
         **context,
     )
+
+
+def _secret_shown(endpoint_id: str) -> str:
+    """What the session holds for an endpoint's page: its signing secret, to show once."""
+    return f"webhook-secret:{endpoint_id}"
 
 
 def _endpoint_page(page: Page, endpoint_id: str, status: int = 200, **context: object) -> Response:
@@ -60,13 +66,33 @@ async def add_endpoint(page: Member) -> Response:
         shown: SecretShown = page.services.webhooks.add(page.signed_in.account.id, url)
     except WebhookRefused as refused:
         return _list_page(page, status=refused.status, error=str(refused), url=url)
-    return _endpoint_page(page, shown.endpoint.endpoint_id, new_secret=shown.secret)
+    endpoint_id = shown.endpoint.endpoint_id
+    page.hold_once(_secret_shown(endpoint_id), secret=shown.secret, rotated=False)
+    return page.redirect(f"{LIST}/{endpoint_id}")
 
 
 @router.get("/{endpoint_id}", include_in_schema=False)
 def endpoint(page: Member, endpoint_id: str) -> Response:
-    """One endpoint: its state and delivery log."""
-    return _endpoint_page(page, endpoint_id)
+    """One endpoint: its state and delivery log, and a secret just made (this once)."""
+    shown = page.take_once(_secret_shown(endpoint_id))
+    return _endpoint_page(
+        page, endpoint_id, new_secret=shown.get("secret"), rotated=shown.get("rotated", False)
+    )
+
+
+@router.get("/{endpoint_id}/remove", include_in_schema=False)
+def confirm_remove(page: Member, endpoint_id: str) -> Response:
+    """Ask before removing an endpoint."""
+    try:
+        found = page.services.webhooks.get(endpoint_id, page.signed_in.account.id)
+    except WebhookRefused as refused:
+        return _list_page(page, status=refused.status, error=str(refused))
+    return page.confirm(
+        title="Remove this endpoint?",
+        message=f"Nothing more is sent to {found.url}, and its delivery log goes with it.",
+        button="Remove endpoint",
+        back=f"{LIST}/{endpoint_id}",
+    )
 
 
 ACTIONS = {
@@ -79,14 +105,15 @@ ACTIONS = {
 
 @router.post("/{endpoint_id}/{action}", include_in_schema=False)
 async def endpoint_action(page: Member, endpoint_id: str, action: str) -> Response:
-    """Pause, resume, send a test, rotate the secret (shown once) or remove."""
+    """Pause, resume, send a test, rotate the secret (shown once) or remove (confirmed)."""
     await page.form()
     account_id = page.signed_in.account.id
     service = page.services.webhooks
     try:
         if action == "rotate":
             shown = service.rotate_secret(endpoint_id, account_id)
-            return _endpoint_page(page, endpoint_id, new_secret=shown.secret, rotated=True)
+            page.hold_once(_secret_shown(endpoint_id), secret=shown.secret, rotated=True)
+            return page.redirect(f"{LIST}/{endpoint_id}")
         if action not in ACTIONS:
             return _endpoint_page(page, endpoint_id, status=404, error="No such action.")
         {

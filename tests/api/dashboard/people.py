@@ -7,7 +7,9 @@ import re
 import uuid
 
 import httpx
+from starlette.routing import Route
 
+from findata.api.dashboard.mount import PAGES
 from tests.api.server import RunningApi
 
 PASSWORD = "correct horse battery"
@@ -57,3 +59,13 @@ class DashboardUser:
 
     def close(self) -> None:
         self.http.close()
+
+
+def dashboard_posts() -> list[str]:
+    """Every form the dashboard accepts (its routes answering POST)."""
+    return sorted(
+        route.path
+        for router in PAGES
+        for route in router.routes
+        if isinstance(route, Route) and "POST" in (route.methods or ())
+    )

@@ -3,6 +3,9 @@ server: sign up, confirm the address by the e-mail's link, create a key, call th
 see the call on the usage page, regenerate and see the old key refused with its revocation date;
 a Max account's webhook endpoint: add, test, Delivered, rotate, resend; invitation trials billed
 or, cancelled, back to Free when the clock passes 30 days; each refusal shown on the page.
+Issue 42: a cookie saved before sign-out is refused after it; a reload after a form creates
+nothing and destructive actions ask first; browser-facing errors are pages; the keys page's
+quickstart holds the new key once, the billing page compares the plans, the nav marks the page.
 Every page is saved as a screenshot at desktop and phone width (test-artifacts/, not kept in
 git)."""
 
@@ -19,6 +22,7 @@ import pytest
 
 from findata.accounts.invitations import create_invitations
 from findata.accounts.jobs import AccountJobs
+from findata.contracts.plans import load_plans
 from tests.api.dashboard.people import PASSWORD
 from tests.api.dashboard.server import SCREENSHOTS, delivery_worker, link_in, mail_to
 from tests.api.server import RunningApi
@@ -74,11 +78,22 @@ class Visit:
         self.page.click("button:has-text('Sign in')")
         assert "/dashboard/keys" in self.page.url, self.text()
 
-    def new_key(self, button: str) -> str:
-        """Press the keys page's Create or Regenerate button; the key it shows once."""
+    def new_key(self, button: str, label: str = "") -> str:
+        """Press the keys page's Create or Regenerate button (confirming a regeneration); the
+        key it shows once."""
         self.go("/dashboard/keys")
+        if label:
+            self.page.fill("#key-form input[name=label]", label)
         self.page.click(f"button:has-text('{button}')")
+        if "/dashboard/keys/regenerate" in self.page.url:
+            assert "Regenerate your key?" in self.text()
+            self.page.click("form.confirm button")
         return self.page.inner_text("#new-key").strip()
+
+    def confirm(self, title: str) -> None:
+        """On a confirmation page ``title``, send its form."""
+        assert title in self.page.inner_text("h1"), self.text()
+        self.page.click("form.confirm button")
 
     def close(self) -> None:
         self.context.close()
@@ -198,6 +213,7 @@ def test_the_key_limit_is_shown_on_the_page(visit: Visit, dashboard: RunningApi)
     visit.page.click("button:has-text('Create key')")
     assert "Key limit reached: the Max plan allows 5 active keys." in visit.text()
     visit.page.locator("button:has-text('Revoke')").first.click()
+    visit.confirm("Revoke this key?")
     assert "The key is revoked" in visit.text()
     assert len(visit.new_key("Create key")) == 36
 
@@ -238,6 +254,7 @@ def test_an_invitation_trial_is_billed_or_cancelled_back_to_free(
     _redeem(used, billed_code, "monthly")
     assert "used" in used.text().lower()
     cancelled.page.click("button:has-text('Cancel the trial')")
+    cancelled.confirm("Cancel the trial?")
     assert "you return to Free when it ends" in cancelled.text()
 
     dashboard.clock.advance(dt.timedelta(days=31))
@@ -296,7 +313,133 @@ def test_a_password_reset_by_e_mail_and_the_disabled_page(
 
     account = dashboard.store.find_account_by_email(visit.email)
     assert account is not None
-    dashboard.store.set_state(account.id, "disabled")
+    dashboard.store.set_state(account.id, "disabled")  # which ends its sessions
     visit.go("/dashboard/keys")
+    assert "/dashboard/sign-in" in visit.page.url
+    visit.page.fill("input[name=email]", visit.email)
+    visit.page.fill("input[name=password]", "a brand new passphrase")
+    visit.page.click("button:has-text('Sign in')")
     assert "Your account is disabled" in visit.text()
     visit.shoot("disabled")
+
+
+# issue 42: sessions end on the server, post/redirect/get, error pages, the first run
+
+
+def test_a_cookie_saved_before_sign_out_is_refused_after_it(
+    visit: Visit, browser: Any, dashboard: RunningApi
+) -> None:
+    visit.sign_up()
+    visit.go("/dashboard/keys")
+    saved = visit.context.cookies()
+    csrf = visit.page.locator("input[name=csrf_token]").first.get_attribute("value")
+    visit.page.click("button:has-text('Sign out')")
+    assert visit.page.url.endswith("/dashboard/sign-in")
+
+    thief = browser.new_context(base_url=dashboard.url, viewport=DESKTOP)
+    thief.add_cookies(saved)
+    page = thief.new_page()
+    page.goto("/dashboard/keys")
+    assert page.url.endswith("/dashboard/sign-in?next=/dashboard/keys")
+    posted = thief.request.post("/dashboard/keys", form={"csrf_token": csrf}, max_redirects=0)
+    assert posted.status == 303 and posted.headers["location"].startswith("/dashboard/sign-in")
+    account = dashboard.store.find_account_by_email(visit.email)
+    assert account is not None and dashboard.store.list_keys(account.id) == []
+    thief.close()
+
+
+def test_a_reload_after_a_form_creates_nothing(
+    visit: Visit, dashboard: RunningApi, receiver: Receiver
+) -> None:
+    visit.sign_up()
+    account = dashboard.store.find_account_by_email(visit.email)
+    assert account is not None
+    dashboard.store.set_plan(account.id, "max")
+    key = visit.new_key("Create key")
+    visit.page.reload()
+    assert visit.page.url.endswith("/dashboard/keys")
+    assert visit.page.locator("#new-key").count() == 0 and key not in visit.page.content()
+    assert len(dashboard.store.list_keys(account.id)) == 1
+
+    visit.go("/dashboard/webhooks")
+    visit.page.fill("input[name=url]", receiver.url())
+    visit.page.click("button:has-text('Add endpoint')")
+    secret = visit.page.inner_text("#new-secret").strip()
+    visit.page.reload()
+    assert visit.page.locator("#new-secret").count() == 0 and secret not in visit.page.content()
+    assert len(dashboard.app.state.dashboard.webhooks.list(account.id)) == 1
+
+    # revoking asks first; Cancel changes nothing
+    visit.go("/dashboard/keys")
+    visit.page.click("#keys button:has-text('Revoke')")
+    visit.shoot("confirm-revoke")
+    visit.page.click("form.confirm a:has-text('Cancel')")
+    assert visit.page.url.endswith("/dashboard/keys")
+    assert dashboard.store.list_keys(account.id)[0]["revoked_at"] is None
+    visit.page.click("#keys button:has-text('Revoke')")
+    visit.confirm("Revoke this key?")
+    assert "The key is revoked" in visit.text()
+    visit.page.reload()  # the notice was shown once; nothing is revoked twice or posted again
+    assert "The key is revoked" not in visit.text()
+
+
+def _error_page(visit: Visit, title: str, shot: str, back: str | None = None) -> None:
+    """The page shown is the error page ``title`` (saved as ``shot``); its button leads
+    ``back``."""
+    assert visit.page.inner_text("h1") == title
+    visit.shoot(shot)
+    if back is not None:
+        visit.page.click("main a.button")
+        assert visit.page.url.endswith(back)
+
+
+def test_browser_facing_errors_are_pages(visit: Visit, dashboard: RunningApi) -> None:
+    visit.sign_up()
+    answer = visit.page.goto("/dashboard/xyz")
+    assert answer is not None and answer.status == 404
+    assert visit.page.locator("nav a").count() == 5  # styled, with the dashboard's nav
+    _error_page(visit, "Page not found", "error-404", back="/dashboard/keys")
+
+    answer = visit.page.goto("/dashboard/sign-out")
+    assert answer is not None and answer.status == 405
+    assert answer.headers["allow"] == "POST"
+    _error_page(visit, "Not a page to open", "error-405")
+
+    visit.context.clear_cookies()
+    visit.go("/dashboard/sign-in")
+    visit.context.clear_cookies()  # the session the form belongs to is gone
+    visit.page.fill("input[name=email]", visit.email)
+    visit.page.fill("input[name=password]", PASSWORD)
+    visit.page.click("button:has-text('Sign in')")
+    _error_page(visit, "This form has expired", "error-403", back="/dashboard/sign-in")
+
+    icon = visit.page.goto("/favicon.ico")
+    assert icon is not None and icon.status == 200
+    assert icon.headers["content-type"] == "image/x-icon"
+    api = visit.page.goto("/v1/xyz")
+    assert api is not None and api.status == 401 and api.json()["code"] == "unauthorized"
+
+
+def test_the_first_run_teaches(visit: Visit, dashboard: RunningApi) -> None:
+    visit.sign_up()
+    visit.go("/dashboard/keys")
+    assert 'X-API-Key: fdk_…"' in visit.page.inner_text("#quickstart-curl")
+    key = visit.new_key("Create key", label="laptop")
+    for block in ("#quickstart-curl", "#quickstart-python", "#quickstart-mcp"):
+        assert key in visit.page.inner_text(block), block
+    assert visit.page.get_attribute("#reference-link", "href") == "/docs"
+    assert visit.page.inner_text("nav a[aria-current=page]") == "Keys"
+    visit.shoot("keys-quickstart")
+    visit.page.reload()
+    assert key not in visit.page.content()
+    assert f"{key[:8]}…" in visit.page.inner_text("#quickstart-curl")
+    assert "laptop" in visit.page.inner_text("#keys")
+    visit.shoot("keys-quickstart-later")
+
+    visit.go("/dashboard/billing")
+    assert visit.page.inner_text("nav a[aria-current=page]") == "Plan & billing"
+    comparison = visit.page.inner_text("#plan-comparison")
+    for each in load_plans().values():
+        assert each.name in comparison and f"{each.requests_per_day:,}" in comparison
+    visit.page.locator("#plan-comparison").scroll_into_view_if_needed()
+    visit.shoot("billing-compare")

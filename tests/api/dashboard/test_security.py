@@ -12,10 +12,8 @@ import re
 from collections.abc import Iterator
 
 import pytest
-from starlette.routing import Route
 
-from findata.api.dashboard.mount import PAGES
-from tests.api.dashboard.people import PASSWORD, DashboardUser
+from tests.api.dashboard.people import PASSWORD, DashboardUser, dashboard_posts
 from tests.api.server import RunningApi
 from tests.webhooks.receiver import Receiver
 
@@ -34,16 +32,6 @@ def _max_user(dashboard: RunningApi) -> tuple[DashboardUser, str]:
     return person, account_id
 
 
-def _dashboard_posts() -> list[str]:
-    """Every form the dashboard accepts (its routes answering POST)."""
-    return sorted(
-        route.path
-        for router in PAGES
-        for route in router.routes
-        if isinstance(route, Route) and "POST" in (route.methods or ())
-    )
-
-
 def test_every_state_changing_form_needs_the_csrf_token(
     dashboard: RunningApi, receiver: Receiver
 ) -> None:
@@ -53,7 +41,7 @@ def test_every_state_changing_form_needs_the_csrf_token(
     endpoint_id = shown.endpoint.endpoint_id
     ids = {"key_id": str(key.key_id), "endpoint_id": endpoint_id, "action": "remove",
            "delivery_id": "dlv_none"}  # fmt: skip
-    posts = _dashboard_posts()
+    posts = dashboard_posts()
     assert len(posts) >= 12, posts
     for path in posts:
         url = re.sub(r"{(\w+)}", lambda m: ids[m.group(1)], path)
@@ -185,15 +173,20 @@ def test_keys_secrets_and_passwords_stay_out_of_logs_and_later_pages(
 ) -> None:
     caplog.set_level(logging.DEBUG)
     person, _ = _max_user(dashboard)
-    created = person.post("/dashboard/keys", form_page="/dashboard/keys")
+    assert person.post("/dashboard/keys", form_page="/dashboard/keys").status_code == 303
+    created = person.http.get("/dashboard/keys")  # the page the form leads to shows it once
     key = re.search(r'id="new-key" class="value">([^<]+)<', created.text)
     assert created.status_code == 200 and key, created.text[:500]
     added = person.post("/dashboard/webhooks", {"url": receiver.url("/quiet")},
                         form_page="/dashboard/webhooks")  # fmt: skip
-    secret = re.search(r"whsec_[A-Za-z0-9+/=]+", added.text)
-    assert added.status_code == 200 and secret, added.text[:500]
+    endpoint_page = person.http.get(added.headers["location"])
+    secret = re.search(r"whsec_[A-Za-z0-9+/=]+", endpoint_page.text)
+    assert added.status_code == 303 and secret, endpoint_page.text[:500]
     assert dashboard.client().get("/v1/status", headers={"X-API-Key": key.group(1)})
-    later = person.http.get("/dashboard/keys").text + person.http.get("/dashboard/webhooks").text
+    later = "".join(
+        person.http.get(path).text
+        for path in ("/dashboard/keys", "/dashboard/webhooks", added.headers["location"])
+    )
     for clear in (key.group(1), secret.group(0), PASSWORD):
         assert clear not in later
         assert clear not in caplog.text
