@@ -79,7 +79,14 @@ def test_the_quickstart_holds_the_new_key_once_and_every_part_works(
     }  # fmt: skip
     with dashboard.client() as client:
         answer = client.post(
-            server["url"], json=call, headers={**server["headers"], "Accept": "application/json"}
+            server["url"],
+            json=call,
+            headers={
+                **server["headers"],
+                "Accept": "application/json",
+                # what a client sends after initialize: a revision with structured results
+                "MCP-Protocol-Version": "2025-11-25",
+            },
         )
     assert answer.json()["result"]["structuredContent"]["plan"] == "free"
 
