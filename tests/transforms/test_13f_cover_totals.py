@@ -14,12 +14,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import duckdb
-import pandas as pd
 import pytest
-from conftest import FIXTURES, run_dbt
+from conftest import FIXTURES
 
-from findata.orchestration.landing import read_source
-from findata.orchestration.raw import write_raw_tables
+from tests.transforms.warehouse_copies import warehouse_with_landing_added
 
 BARD = FIXTURES / "13f" / "bard-financial-services_2021q3"
 COVER_TOTAL_OFF = FIXTURES / "13f-crafted" / "bard-financial-services_2021q3-cover-total-off"
@@ -45,15 +43,14 @@ def holdings(
     (rounded / "primary_doc.xml").write_text(
         cover.replace(REAL_TOTAL, "<tableValueTotal>1129020</tableValueTotal>")
     )
-    added = read_source(folder / "landing", "sec_13f")
-
     warehouse = folder / "warehouse.duckdb"
-    shutil.copyfile(small_warehouse, warehouse)
-    with duckdb.connect(str(warehouse), read_only=True) as con:
-        raw = {name: con.execute(f"select * from raw.{name}").df() for name in added}
-    write_raw_tables(warehouse, {name: pd.concat([raw[name], added[name]]) for name in added})
-    result = run_dbt(warehouse, "build", "--select", "+institutional_holdings", "+managers")
-    assert result.returncode == 0, result.stdout[-4000:]
+    warehouse_with_landing_added(
+        small_warehouse,
+        folder / "landing",
+        "sec_13f",
+        warehouse,
+        *("build", "--select", "+institutional_holdings", "+managers"),
+    )
     with duckdb.connect(str(warehouse), read_only=True) as connection:
         yield connection
 
