@@ -103,7 +103,8 @@ def _contract_check_result(
             metadata={
                 "unchanged_since": comparison.label,
                 "checked": f"not again: the rows of {comparison.label}, built by the same "
-                "code and contracts, which passed this contract then",
+                "code and contracts, which passed this contract then (any warnings were "
+                "reported by the run that checked them)",
             },
         )
     return dg.AssetCheckResult(
