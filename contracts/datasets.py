@@ -40,8 +40,8 @@ class DateRange(_Strict):
     max: dt.date | Literal["today"] | None = None
 
 
-class DatasetChecks(_Strict):
-    """What must hold before a version with this dataset is published."""
+class RowRules(_Strict):
+    """Rules each row must meet (nulls pass every one of them)."""
 
     ordered: list[list[str]] = Field(
         default_factory=list, description="Chains non-decreasing along each row (nulls skipped)."
@@ -50,11 +50,29 @@ class DatasetChecks(_Strict):
     positive: list[str] = Field(default_factory=list)
     allowed: dict[str, list[str]] = Field(default_factory=dict)
     date_range: dict[str, DateRange] = Field(default_factory=dict)
+
+    @property
+    def columns(self) -> set[str]:
+        """Every column the rules name."""
+        names = {n for chain in self.ordered for n in chain}
+        names |= set(self.non_negative) | set(self.positive)
+        return names | set(self.allowed) | set(self.date_range)
+
+
+class DatasetChecks(RowRules):
+    """What must hold before a version with this dataset is published, and what is only
+    reported (``warn``)."""
+
     row_count_min_ratio: float = Field(
         default=0.9,
         gt=0,
         le=1,
         description="A new version keeps at least this share of the previous version's rows.",
+    )
+    warn: RowRules = Field(
+        default_factory=RowRules,
+        description="Warning-level rules: a row breaking one is reported (a WARN check result, "
+        "the data docs) but does not stop the publish.",
     )
 
 
@@ -120,9 +138,7 @@ class DatasetContract(_Strict):
     @model_validator(mode="after")
     def _names_exist(self) -> DatasetContract:
         names = {c.name for c in self.columns}
-        referenced = set(self.key) | {n for chain in self.checks.ordered for n in chain}
-        referenced |= set(self.checks.non_negative) | set(self.checks.positive)
-        referenced |= set(self.checks.allowed) | set(self.checks.date_range)
+        referenced = set(self.key) | self.checks.columns | self.checks.warn.columns
         referenced |= {self.change_feed.entity_column}
         if self.change_feed.date_column:
             referenced.add(self.change_feed.date_column)

@@ -235,6 +235,12 @@ def _refresh(*, force: bool = False) -> None:
             f"{outcome.records} change records",
             err=True,
         )
+    if outcome.warned_checks:
+        typer.echo(
+            f"refresh {outcome.run_id}: checks with warnings (not blocking): "
+            f"{', '.join(outcome.warned_checks)}",
+            err=True,
+        )
 
 
 @app.command()
@@ -652,7 +658,8 @@ def contracts_check(
 ) -> None:
     """Run the data contracts on the whole of every mart of the build warehouse (a refresh
     checks only the rows it changed); write Great Expectations' data docs under
-    $FINDATA_HOME/contracts/data_docs; exit 1 if any contract fails."""
+    $FINDATA_HOME/contracts/data_docs; exit 1 if any contract fails (its warning-level rules
+    are reported under `warnings` and do not fail it)."""
     from findata.orchestration.assets.checks import previous_row_counts
     from findata.orchestration.contract_checks import (
         FULL_CHECK_MAX_ROWS,
@@ -690,7 +697,8 @@ def contracts_check(
                 r.dataset: {
                     "success": r.success,
                     "rows": r.row_count,
-                    "failures": [f.summary for f in r.failures],
+                    "failures": [f.summary for f in r.failures if f.blocking],
+                    "warnings": [f.summary for f in r.warnings],
                 }
                 for r in results
             },

@@ -24,6 +24,10 @@ Public API (the implementation lives in ``orchestration/checks/``):
                             is a parameter (callers pass the injectable clock's UTC date)
   ``row_count_min_ratio``   ``ExpectTableRowCountToBeBetween(min_value=ceil(ratio x
                             previous_rows))``; none when there is no previous version
+  ``warn`` (row rules)      the same expectations with GE ``severity="warning"``, last in the
+                            suite, each described "WARNING, does not stop the publish: ..."
+                            in the data docs; a failure is reported, the check's ``success``
+                            (the publish gate) counts ``critical`` failures alone
   ========================  ===============================================================
 
   ``ExpectSelectColumnValuesToBeUniqueWithinRecord`` is not used: it asks that the values

@@ -84,7 +84,9 @@ _COVER_DTYPES = _column_dtypes(
         "accession": "string",
         "filed": "date",
         "value_unit": "string",
-        "total_matches_cover": "boolean",
+        "cover_value_difference_usd": "Int64",
+        "cover_value_difference_ratio": "Float64",
+        "cover_total_status": "string",
     },
 )
 
@@ -96,11 +98,14 @@ def _cover_row(document: Filing13FDocument) -> dict[str, object]:
     # two loose XML documents carry no filing date; the cover's signature date stands in for it
     # (EDGAR's full-submission .txt has the real one, FILED AS OF DATE)
     filed = document.filed or document.cover.signature_date
+    total = document.cover_total
     return {
         "accession": document.accession,
         "filed": filed,
         "value_unit": document.value_unit,
-        "total_matches_cover": document.total_matches_cover,
+        "cover_value_difference_usd": None if total is None else total.difference_usd,
+        "cover_value_difference_ratio": None if total is None else total.ratio,
+        "cover_total_status": None if total is None else total.status,
         **cover,
     }
 

@@ -3,8 +3,10 @@
 The readers parse a landing unit (a file, or a 13F folder) into pandas frames; the parsed rows
 are kept in the pipeline's cache (``build/landing-cache/<source>/<table>[.<n>].parquet``, each
 row tagged with its unit's key and its position in the unit) with ``units.json`` naming the
-units the files hold, the files, the tables' column types and the load that wrote them. A
-refresh parses the new and changed units only. Then either:
+units the files hold, the files, the tables' column types, the load that wrote them and the
+fingerprint of the code that parsed them (``reading_code_fingerprint``: a cache parsed by other
+readers is not used, so a reader's new column reaches every row). A refresh parses the new and
+changed units only. Then either:
 
 - **appended**: when the units held are the first units of landing, in the same order, the
   warehouse's raw tables are the ones this cache's last load wrote, and the new rows have the
@@ -25,10 +27,12 @@ again), and a load whose id the warehouse does not hold is never appended to.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import secrets
 import shutil
+from functools import cache as once
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +40,9 @@ import duckdb
 import numpy as np
 import pandas as pd
 
+import findata.contracts
+import findata.orchestration.readers
+from findata.orchestration import landing as landing_module
 from findata.orchestration.landing import LANDING_SOURCES, LandingSource, concat_frames, unit_key
 from findata.orchestration.landing_parallel import read_units
 from findata.orchestration.raw import RAW_SCHEMA, cache_load, raw_transaction
@@ -47,6 +54,25 @@ BATCH_ROWS = 1_000_000
 MAX_FILES = 32
 _UNIT = "_landing_unit"
 _POSITION = "_landing_position"
+
+
+@once
+def reading_code_fingerprint() -> str:
+    """The contents of the code that turns landing files into rows: the readers, the landing
+    sources (``landing.py``) and the landing contracts."""
+    readers = Path(findata.orchestration.readers.__file__).parent
+    contracts = Path(findata.contracts.__file__).parent
+    files = [
+        *sorted(readers.glob("*.py")),
+        Path(landing_module.__file__),
+        contracts / "landing.py",
+        *sorted((contracts / "landing").glob("*.yaml")),
+    ]
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(f"{path.name}\0".encode())
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
 
 
 def load_source(
@@ -114,7 +140,16 @@ def load_source(
                 for table in source.tables
             }
         new_files = _place_files(cache, source, files if appended else {}, staged, written)
-        _write_held(cache, {"units": keys, "columns": types, "files": new_files, "load": load})
+        _write_held(
+            cache,
+            {
+                "units": keys,
+                "columns": types,
+                "files": new_files,
+                "load": load,
+                "readers": reading_code_fingerprint(),
+            },
+        )
         if not appended:
             _remove_unlisted_files(cache, source, new_files)
     finally:
@@ -141,13 +176,16 @@ def _appendable(
 
 def _held(cache: Path, source: LandingSource) -> dict[str, Any] | None:
     """What the cache holds (``units.json``, its ``files`` filled in for a list written before
-    files were), if every file it names of every table of the source is there."""
+    files were), if the code reading landing is the one that parsed it and every file it names
+    of every table of the source is there."""
     try:
         held = json.loads((cache / UNITS_FILE).read_text())
     except (OSError, ValueError):
         return None
     if not isinstance(held, dict) or "units" not in held:
         return None
+    if held.get("readers") != reading_code_fingerprint():
+        return None  # parsed by other readers: its rows may lack a column, or differ
     files = held.setdefault("files", {t: [f"{t}.parquet"] for t in source.tables})
     if sorted(files) != sorted(source.tables) or not all(
         (cache / name).exists() for names in files.values() for name in names

@@ -34,6 +34,9 @@ class RefreshOutcome:
     checked_from_rebuilt_rows: list[str] = field(default_factory=list)
     #: datasets fingerprinted and diffed on those rows alone when published
     published_from_rebuilt_rows: list[str] = field(default_factory=list)
+    #: checks that failed with WARN severity (a contract's warning-level rules): reported,
+    #: they did not stop the publish (``failed_checks`` are those that failed with ERROR)
+    warned_checks: list[str] = field(default_factory=list)
 
 
 def prepare_refresh_process(settings: Settings) -> None:
@@ -146,9 +149,14 @@ def run_refresh(
         checked_from_rebuilt = sorted(
             c.asset_key.path[-1] for c in evaluations if "from_rebuilt_rows" in c.metadata
         )
-        failed = [
-            f"{c.asset_key.to_user_string()}:{c.check_name}" for c in evaluations if not c.passed
-        ]
+        failed, warned = (
+            [
+                f"{c.asset_key.to_user_string()}:{c.check_name}"
+                for c in evaluations
+                if not c.passed and c.severity == severity
+            ]
+            for severity in (dg.AssetCheckSeverity.ERROR, dg.AssetCheckSeverity.WARN)
+        )
         return RefreshOutcome(
             result.run_id,
             result.success,
@@ -160,4 +168,5 @@ def run_refresh(
             changed_rows_checked,
             checked_from_rebuilt,
             published_from_rebuilt,
+            warned,
         )

@@ -29,6 +29,13 @@ LATEST_OWN_TICKER = sqlglot.parse_one(
 )
 
 
+def removal_known_on(day: exp.Expression, table: str | None = None) -> exp.Case:
+    """``removed_date`` as known on ``day``: the date once the removal has happened (on or
+    before ``day``), null before it, so that no dated answer shows a removal still to come."""
+    removed = column("removed_date", table)
+    return exp.Case().when(exp.LTE(this=removed, expression=day), removed.copy())
+
+
 def handle(call: EndpointCall) -> EndpointAnswer:
     """One page of the roster of the path's index, as of ``as_of`` or current."""
     code = index_code(call)
@@ -38,6 +45,8 @@ def handle(call: EndpointCall) -> EndpointAnswer:
     labels = LATEST_OWN_TICKER.copy().where(
         exp.LTE(this=column("valid_from"), expression=binder(as_of or call.today))
     )
+    removed = column("removed_date", "m")
+    day = binder(as_of) if as_of is not None else None
     members = (
         exp.select(
             column("entity_id", "m"),
@@ -46,7 +55,8 @@ def handle(call: EndpointCall) -> EndpointAnswer:
             ),
             column("entity_name", "m"),
             column("added_date", "m"),
-            column("removed_date", "m"),
+            # a roster says what was known on its date: no removal still to come
+            removed if day is None else exp.alias_(removal_known_on(day, "m"), "removed_date"),
             column("member_grain", "m"),
             column("membership_id", "m"),
         )
@@ -58,18 +68,18 @@ def handle(call: EndpointCall) -> EndpointAnswer:
         )
         .where(exp.EQ(this=column("index_code", "m"), expression=binder(code)))
     )
-    removed = column("removed_date", "m")
-    if as_of is None:
+    if day is None:
         # the current roster: every interval still open (added_date known or not)
-        members = members.where(exp.Is(this=removed, expression=exp.Null()))
+        members = members.where(exp.Is(this=removed.copy(), expression=exp.Null()))
     else:
         # added_date inclusive, removed_date exclusive (the first day out); an unknown
         # added_date never satisfies the first test, so such intervals are in no as_of roster
-        day = binder(as_of)
-        members = members.where(exp.LTE(this=column("added_date", "m"), expression=day)).where(
+        members = members.where(
+            exp.LTE(this=column("added_date", "m"), expression=day.copy())
+        ).where(
             exp.or_(
-                exp.Is(this=removed, expression=exp.Null()),
-                exp.GT(this=removed, expression=day.copy()),
+                exp.Is(this=removed.copy(), expression=exp.Null()),
+                exp.GT(this=removed.copy(), expression=day.copy()),
             )
         )
 

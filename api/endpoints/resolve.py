@@ -14,6 +14,7 @@ from typing import Any
 from sqlglot import exp
 
 from findata.api.calls import EndpointAnswer, EndpointCall
+from findata.api.endpoints.index import removal_known_on
 from findata.api.errors import BadRequest, NotFound
 from findata.api.query import Binder, column, fetch_dicts
 from findata.api.resolution import Resolution, resolve_tickers
@@ -202,22 +203,24 @@ def _periods(
 def _memberships(
     call: EndpointCall, entity_ids: list[int], on: dt.date
 ) -> dict[int, list[dict[str, Any]]]:
-    """Index memberships in effect on ``on``, with their real added and removed dates."""
+    """Index memberships as known on ``on``: every one added by then, its removal shown only
+    once it has happened (a later removal is later knowledge; an earlier one stays listed)."""
     binder = Binder()
+    day = binder(on)
     query = (
-        exp.select("entity_id", "index_code", "index_name", "added_date", "removed_date")
+        exp.select(
+            "entity_id",
+            "index_code",
+            "index_name",
+            "added_date",
+            exp.alias_(removal_known_on(day), "removed_date"),
+        )
         .from_("index_membership")
         .where(column("entity_id").isin(*binder.each(entity_ids)))
         .where(
             exp.or_(
                 column("added_date").is_(exp.null()),
-                exp.LTE(this=column("added_date"), expression=binder(on)),
-            )
-        )
-        .where(
-            exp.or_(
-                column("removed_date").is_(exp.null()),
-                exp.GT(this=column("removed_date"), expression=binder(on)),
+                exp.LTE(this=column("added_date"), expression=day.copy()),
             )
         )
         .order_by("entity_id", "index_code", "added_date", "membership_id")

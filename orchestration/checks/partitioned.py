@@ -28,7 +28,11 @@ from findata.clock import get_clock
 from findata.contracts.datasets import DatasetContract
 from findata.orchestration.checks.frames import quote, read_frame
 from findata.orchestration.checks.gx_runtime import import_gx
-from findata.orchestration.checks.results import ContractCheckResult, failures_of
+from findata.orchestration.checks.results import (
+    ContractCheckResult,
+    failures_of,
+    no_blocking_failure,
+)
 from findata.orchestration.checks.suite import build_suite
 from findata.orchestration.checks.validate import name_asset, validate_frame
 
@@ -192,11 +196,12 @@ def result_of_parts(
     """One check result from the parts' validations; ``info`` (``method`` and ``row_count``
     included) goes into the result's meta, ``checked`` names what was read in the data docs."""
     validation = name_asset(merge_validations(suite, parts, info), checked)
+    failures = failures_of(validation)
     return ContractCheckResult(
         dataset=contract.name,
-        success=bool(validation["success"]),
+        success=no_blocking_failure(failures),
         row_count=int(info["row_count"]),
-        failures=failures_of(validation),
+        failures=failures,
         validation=validation,
         suite=suite,
         method=str(info["method"]),

@@ -8,19 +8,32 @@ from typing import Any, NamedTuple
 _EXAMPLES = 5
 
 
+#: GE's severity of a failure that stops the publish (the contract's other level: ``warning``)
+BLOCKING = "critical"
+
+
 class ContractFailure(NamedTuple):
-    """One failed expectation: its GE type, the column(s) it is about, what was seen."""
+    """One failed expectation: its GE type, the column(s) it is about, what was seen, the
+    contract rule, and GE's severity (``critical`` stops the publish, ``warning`` does not)."""
 
     expectation: str
     columns: tuple[str, ...]
     summary: str
     rule: str = ""
+    severity: str = BLOCKING
+
+    @property
+    def blocking(self) -> bool:
+        """Whether this failure stops the publish."""
+        return self.severity == BLOCKING
 
 
 @dataclass(frozen=True)
 class ContractCheckResult:
     """One dataset checked against its contract.
 
+    ``success``: no blocking failure (warnings, the contract's ``checks.warn`` rules, do not
+    count; GE's own ``validation["success"]`` is false on any failure).
     ``validation`` and ``suite`` are GE's own JSON (``ExpectationSuiteValidationResult`` and
     ``ExpectationSuite``); :func:`findata.orchestration.checks.data_docs.write_data_docs`
     renders them.
@@ -39,6 +52,16 @@ class ContractCheckResult:
     def failed_expectations(self) -> set[str]:
         """The GE expectation types that failed."""
         return {f.expectation for f in self.failures}
+
+    @property
+    def warnings(self) -> tuple[ContractFailure, ...]:
+        """The failures that do not stop the publish."""
+        return tuple(f for f in self.failures if not f.blocking)
+
+
+def no_blocking_failure(failures: tuple[ContractFailure, ...]) -> bool:
+    """Whether none of ``failures`` stops the publish (a check's ``success``)."""
+    return not any(f.blocking for f in failures)
 
 
 def _columns(expectation: str, kwargs: dict[str, Any]) -> tuple[str, ...]:
@@ -116,6 +139,7 @@ def failures_of(validation: dict[str, Any]) -> tuple[ContractFailure, ...]:
                 columns=_columns(config["type"], kwargs),
                 summary=_summary(item.get("result") or {}, item.get("exception_info"), kwargs),
                 rule=(config.get("meta") or {}).get("rule", ""),
+                severity=config.get("severity") or BLOCKING,
             )
         )
     return tuple(failures)

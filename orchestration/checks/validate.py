@@ -10,7 +10,11 @@ import pandas as pd
 from findata.clock import get_clock
 from findata.contracts.datasets import DatasetContract
 from findata.orchestration.checks.gx_runtime import ephemeral_context, import_gx
-from findata.orchestration.checks.results import ContractCheckResult, failures_of
+from findata.orchestration.checks.results import (
+    ContractCheckResult,
+    failures_of,
+    no_blocking_failure,
+)
 from findata.orchestration.checks.suite import build_suite
 
 if TYPE_CHECKING:
@@ -112,11 +116,12 @@ def check_dataset(
     """
     suite = build_suite(contract, today=today, previous_rows=previous_rows)
     validation = name_asset(validate_frame(frame, suite), asset_name or contract.name)
+    failures = failures_of(validation)
     return ContractCheckResult(
         dataset=contract.name,
-        success=bool(validation["success"]),
+        success=no_blocking_failure(failures),
         row_count=len(frame),
-        failures=failures_of(validation),
+        failures=failures,
         validation=validation,
         suite=suite.to_json_dict(),
         method="full",

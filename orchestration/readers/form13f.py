@@ -7,6 +7,8 @@ default namespaces, unused prefixes), so every lookup goes by local name.
 
 The ``<value>`` column changed unit on 2023-01-03: before, thousands of dollars; from then on,
 dollars. ``decide_value_unit`` makes that call per filing (see its docstring for the checks).
+The cover's ``tableValueTotal`` is reconciled with the rows' sum (``reconcile_cover_total``): a
+difference of up to one unit a row is rounding, a larger one a mismatch.
 """
 
 from __future__ import annotations
@@ -33,6 +35,10 @@ from findata.orchestration.readers.sec_xml import (
 )
 
 ValueUnit = Literal["thousands", "dollars"]
+CoverTotalStatus = Literal["equal", "rounding", "mismatch"]
+
+#: dollars in one unit of ``<value>``
+UNIT_DOLLARS: dict[ValueUnit, int] = {"thousands": 1000, "dollars": 1}
 
 #: SEC release 34-95148: information tables filed on or after this day report whole dollars
 DOLLARS_FROM = dt.date(2023, 1, 3)
@@ -114,6 +120,43 @@ class ValueUnitDecision:
     median_implied_price: float | None  # USD per share over SH rows under a thousands reading
 
 
+@dataclass(frozen=True)
+class CoverTotal:
+    """The cover's ``tableValueTotal`` against the sum of the information table's values.
+
+    Each row's value is rounded to the filing's unit, so the sum of the rows may differ from the
+    cover total by up to one unit a row: ``tolerance_usd`` (the number of rows times the unit in
+    dollars, $1,000 a row in the thousands era, $1 after). A larger difference is a mismatch.
+    """
+
+    difference_usd: int  # the cover total minus the rows' sum, in dollars
+    ratio: float | None  # difference_usd relative to the cover total; None when that is 0
+    tolerance_usd: int
+
+    @property
+    def status(self) -> CoverTotalStatus:
+        """``equal``, ``rounding`` (within the tolerance) or ``mismatch``."""
+        if self.difference_usd == 0:
+            return "equal"
+        return "rounding" if abs(self.difference_usd) <= self.tolerance_usd else "mismatch"
+
+
+def reconcile_cover_total(
+    cover_total: int | None, values: pd.Series, unit: ValueUnit
+) -> CoverTotal | None:
+    """The cover total (in the filing's unit) against the rows' ``values`` (in the same unit);
+    None when the cover gives no total."""
+    if cover_total is None:
+        return None
+    dollars = UNIT_DOLLARS[unit]
+    difference = (cover_total - int(values.sum())) * dollars
+    return CoverTotal(
+        difference_usd=difference,
+        ratio=difference / (cover_total * dollars) if cover_total else None,
+        tolerance_usd=len(values) * dollars,
+    )
+
+
 @dataclass(frozen=True, eq=False)
 class Filing13FDocument:
     """A whole 13F-HR: cover, holdings (``INFORMATION_TABLE_COLUMNS`` + ``value_usd`` Int64)."""
@@ -124,7 +167,7 @@ class Filing13FDocument:
     holdings: pd.DataFrame
     value_unit: ValueUnit
     unit_reason: str
-    total_matches_cover: bool | None  # None when the cover gives no tableValueTotal
+    cover_total: CoverTotal | None  # None when the cover gives no tableValueTotal
     entries_match_cover: bool | None  # None when the cover gives no tableEntryTotal
 
 
@@ -314,9 +357,8 @@ def _assemble(
             path, "no filing date and no <signatureDate>: cannot tell the unit of <value>"
         )
     decision = decide_value_unit(basis, table)
-    factor = 1000 if decision.unit == "thousands" else 1
+    factor = UNIT_DOLLARS[decision.unit]
     holdings = table.assign(value_usd=(table["value_reported"] * factor).astype("Int64"))
-    reported_total = int(table["value_reported"].sum()) if len(table) else 0
     return Filing13FDocument(
         accession=accession,
         filed=filed,
@@ -324,8 +366,8 @@ def _assemble(
         holdings=holdings,
         value_unit=decision.unit,
         unit_reason=decision.reason,
-        total_matches_cover=(
-            None if cover.table_value_total is None else reported_total == cover.table_value_total
+        cover_total=reconcile_cover_total(
+            cover.table_value_total, table["value_reported"], decision.unit
         ),
         entries_match_cover=(
             None if cover.table_entry_total is None else len(table) == cover.table_entry_total

@@ -54,3 +54,20 @@ def test_a_data_through_that_cannot_be_found_does_not_load(
     raw = {**_raw("prices"), "data_through": through}
     with pytest.raises(ValidationError, match=problem):
         DatasetContract.model_validate(raw)
+
+
+def test_warning_level_rules_name_known_columns_and_no_row_count() -> None:
+    raw = _raw("prices")
+    warned = DatasetContract.model_validate(
+        {**raw, "checks": {**raw["checks"], "warn": {"positive": ["volume"]}}}
+    )
+    assert warned.checks.warn.positive == ["volume"]
+    with pytest.raises(ValidationError, match="unknown column"):
+        DatasetContract.model_validate(
+            {**raw, "checks": {**raw["checks"], "warn": {"allowed": {"no_such_column": ["x"]}}}}
+        )
+    # the row count is a blocking rule only
+    with pytest.raises(ValidationError, match="row_count_min_ratio"):
+        DatasetContract.model_validate(
+            {**raw, "checks": {**raw["checks"], "warn": {"row_count_min_ratio": 0.5}}}
+        )

@@ -1,6 +1,7 @@
 """Landing edits the refresh tests make: one more trading day of prices (the demo's own
 ``advance``), a restating filing, a split landing for an earlier date, a restated bar, an issuer
-moved to another sector, a new Form 4 and another one changed, a 13F report restated."""
+moved to another sector, a new Form 4 and another one changed, a 13F report restated, a 13F
+whose cover total its rows do not add up to."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import csv
 import datetime as dt
 import json
 import re
+import shutil
 from collections import Counter
 from pathlib import Path
 
@@ -17,6 +19,7 @@ from findata.orchestration.readers.form13f import read_13f_cover
 __all__ = [
     "add_price_day",
     "add_split_mid_history",
+    "file_13f_with_cover_total_off",
     "file_form4_and_amend_another",
     "next_session",
     "reclassify_issuer",
@@ -180,3 +183,21 @@ def restate_13f_report(landing: Path) -> tuple[str, str]:
     assert count == 1, original
     (restated / "infotable.xml").write_text(table)
     return new, original.name
+
+
+#: tests/fixtures: Bard's real 13F-HR (278 rows, thousands), and its cover crafted to say
+#: $1,000,000 more than the rows add up to (CRAFTED.yaml)
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+BARD_13F = FIXTURES / "13f" / "bard-financial-services_2021q3"
+COVER_TOTAL_OFF = FIXTURES / "13f-crafted" / "bard-financial-services_2021q3-cover-total-off"
+
+
+def file_13f_with_cover_total_off(landing: Path) -> str:
+    """Land Bard's real information table with the crafted cover whose total is $1,000,000 above
+    the rows' sum (a manager the demo does not have); returns its accession (the folder name)."""
+    accession = COVER_TOTAL_OFF.name
+    folder = landing / "sec" / "13f" / accession
+    folder.mkdir()
+    shutil.copyfile(COVER_TOTAL_OFF / "primary_doc.xml", folder / "primary_doc.xml")
+    shutil.copyfile(BARD_13F / "infotable.xml", folder / "infotable.xml")
+    return accession

@@ -431,6 +431,106 @@ def test_importing_the_module_does_not_import_great_expectations() -> None:
     assert out.stdout.strip() == "False"
 
 
+# --- warning-level rules (checks.warn) --------------------------------------------------
+
+
+def raw_holdings(statuses: list[str | None]) -> pd.DataFrame:
+    """One 13F filing's rows, one per cover-total status, every blocking rule satisfied."""
+    return pd.DataFrame(
+        [
+            {
+                "accession": "0001850858-21-000001",
+                "line_number": line,
+                "manager_id": 1850858,
+                "report_date": "2021-09-30",
+                "filing_date": "2021-10-15",
+                "cusip": "88579Y101",
+                "shares": 3326,
+                "value_usd": 584_000,
+                "is_amendment": False,
+                "is_current": True,
+                "cover_value_difference_usd": None if status is None else 1_000_000,
+                "cover_value_difference_ratio": None if status is None else 0.001,
+                "cover_total_status": status,
+            }
+            for line, status in enumerate(statuses, start=1)
+        ]
+    )
+
+
+def holdings_mart(raw: pd.DataFrame, contract: DatasetContract) -> pd.DataFrame:
+    """``raw`` with the contract's every column (absent ones null), as a mart is read."""
+    full = raw.reindex(columns=contract.column_names)
+    return as_mart(full, contract)
+
+
+def test_warning_level_rules_are_last_with_warning_severity() -> None:
+    holdings = load_dataset_contract("institutional_holdings")
+    expectations = build_suite(holdings, today=TODAY).expectations
+    *blocking, warning = expectations
+    assert all(e.severity == "critical" for e in blocking)
+    assert (warning.severity, warning.meta["rule"], warning.column) == (
+        "warning",
+        "allowed",
+        "cover_total_status",
+    )
+    assert list(warning.value_set) == ["equal", "rounding"]
+    # the data docs show the description in place of GE's own sentence
+    assert warning.description == (
+        "WARNING, does not stop the publish: cover_total_status values must belong to this "
+        "set: equal rounding."
+    )
+
+
+def test_a_warning_level_failure_is_reported_and_does_not_fail_the_check(
+    tmp_path: Path,
+) -> None:
+    holdings = load_dataset_contract("institutional_holdings")
+    fine = check(holdings_mart(raw_holdings(["equal", "rounding", None]), holdings), holdings)
+    assert (fine.success, fine.failures) == (True, ())
+
+    warned = check(holdings_mart(raw_holdings(["equal", "mismatch"]), holdings), holdings)
+    assert warned.success  # nothing that stops the publish
+    assert warned.failures == warned.warnings
+    (warning,) = warned.warnings
+    assert warning == (
+        "expect_column_values_to_be_in_set",
+        ("cover_total_status",),
+        "1 unexpected of 2 rows; e.g. 'mismatch'",
+        "allowed",
+        "warning",
+    )
+    assert not warning.blocking
+
+    # with a blocking failure as well, the check fails, and the warning is still a warning
+    raw = raw_holdings(["mismatch"]).assign(shares=-1)
+    both = check(holdings_mart(raw, holdings), holdings)
+    assert not both.success
+    assert {(f.rule, f.severity) for f in both.failures} == {
+        ("non_negative", "critical"),
+        ("allowed", "warning"),
+    }
+
+    index = write_data_docs([warned], tmp_path / "data_docs")
+    (page,) = (index.parent / "validations" / "institutional_holdings").rglob("*.html")
+    text = page.read_text()
+    assert "WARNING, does not stop the publish: cover_total_status values must belong" in text
+    assert "mismatch" in text
+
+
+def test_a_warning_level_failure_keeps_its_severity_when_sampled(tmp_path: Path) -> None:
+    """Above the whole-frame limit the row rules, warnings too, run on a sample (partitioned)."""
+    holdings = load_dataset_contract("institutional_holdings")
+    database = tmp_path / "warehouse.duckdb"
+    write_mart(database, holdings_mart(raw_holdings(["mismatch"] * 20), holdings), holdings)
+    with duckdb.connect(str(database), read_only=True) as con:
+        result = check_mart(
+            con, "marts", holdings, today=TODAY, previous_rows=None, full_check_max_rows=10
+        )
+    assert result.method == "exact+sample" and result.success
+    assert [(f.rule, f.severity) for f in result.failures] == [("allowed", "warning")]
+
+
 # --- the small demo -----------------------------------------------------------------------
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -141,6 +142,37 @@ def test_a_cache_file_ahead_of_its_unit_list_is_not_trusted(
     _load(landing, "prices", cache, database)
     again = _prices(database)
     assert len(again) == len(before) + 1 and (again["entity_id"] == 9999999).sum() == 1
+
+
+def test_a_cache_parsed_by_other_readers_is_parsed_again(small_demo: Demo, tmp_path: Path) -> None:
+    """After an upgrade whose reader adds a column (the 13F cover total's), the cache holds
+    rows the old reader parsed, without it, and no fingerprint of the readers (as every cache
+    written before they were kept): every unit is parsed again, so every row has the column,
+    as a build from nothing gives it."""
+    landing = tmp_path / "landing"
+    shutil.copytree(small_demo.landing / "sec" / "13f", landing / "sec" / "13f")
+    cache, database = tmp_path / "cache", tmp_path / "warehouse.duckdb"
+    _load(landing, "sec_13f", cache, database)
+    held = json.loads((cache / UNITS_FILE).read_text())
+    held.pop("readers", None)
+    held["columns"]["form13f_filings"] = [
+        c for c in held["columns"]["form13f_filings"] if c[0] != "cover_total_status"
+    ]
+    (cache / UNITS_FILE).write_text(json.dumps(held))
+    with duckdb.connect() as con:
+        for name in held["files"]["form13f_filings"]:
+            old, path = tmp_path / name, cache / name
+            shutil.move(path, old)
+            con.execute(
+                f"COPY (SELECT * EXCLUDE (cover_total_status) FROM read_parquet('{old}')) "
+                f"TO '{path}' (FORMAT parquet)"
+            )
+    _load(landing, "sec_13f", cache, database)
+    with duckdb.connect(str(database), read_only=True) as con:
+        statuses = con.execute(
+            "SELECT cover_total_status, count(*) FROM raw.form13f_filings GROUP BY ALL"
+        ).fetchall()
+    assert statuses == [("equal", len(list((landing / "sec" / "13f").iterdir())))]
 
 
 def _extra_day(landing: Path, name: str, day: str, close: float) -> None:

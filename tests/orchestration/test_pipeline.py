@@ -39,6 +39,7 @@ from tests.orchestration.dagster_runs import kill_refresh_when_dbt_logs, step_er
 from tests.orchestration.landing_edits import (
     add_price_day,
     add_split_mid_history,
+    file_13f_with_cover_total_off,
     file_form4_and_amend_another,
     next_session,
     reclassify_issuer,
@@ -129,6 +130,23 @@ def _check_evaluations(run_id: str | None) -> list[tuple[str, str, bool, set[str
     return [
         (e.asset_key.to_user_string(), e.check_name, e.passed, set(e.metadata)) for e in evaluations
     ]
+
+
+def _check_severities(run_id: str | None) -> dict[tuple[str, str], tuple[bool, str, Any]]:
+    """Per (asset, check) of a run: passed, the result's severity, and its failures metadata."""
+    import dagster as dg
+
+    with dg.DagsterInstance.get() as instance:
+        events = instance.all_logs(run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION)
+    evaluations = [e.dagster_event.asset_check_evaluation_data for e in events if e.dagster_event]
+    return {
+        (e.asset_key.to_user_string(), e.check_name): (
+            e.passed,
+            e.severity.value,
+            e.metadata["failures"].value if "failures" in e.metadata else None,
+        )
+        for e in evaluations
+    }
 
 
 UNCHANGED_MARTS_FAILED = "the marts left as built failed to load (test)"
@@ -263,6 +281,15 @@ def steps(two_week_old_demo: PublishedDemo, tmp_path_factory: pytest.TempPathFac
         result.facts["form13f_restated"] = restate_13f_report(landing)
         step("form13f_restated")
         result.facts["holdings_after_form13f_restated"] = _holdings_recomputed(settings)
+
+        # a 13F whose cover total is more than rounding away from its rows: a warning-level
+        # contract rule, reported (WARN) without stopping the publish; that filing recomputed
+        result.facts["cover_total_off"] = file_13f_with_cover_total_off(landing)
+        step("cover_total_off")
+        result.facts["holdings_after_cover_total_off"] = _holdings_recomputed(settings)
+        result.facts["severities_of_cover_total_off"] = _check_severities(
+            result.outcomes["cover_total_off"].run_id
+        )
 
         # the prices mart is incremental: a split landed late for an earlier date re-adjusts
         # every bar of that security before it; a restated bar (and the next one removed)
@@ -629,6 +656,56 @@ def test_holdings_are_recomputed_for_the_quarters_whose_filings_changed_alone(
             ).fetchall()
         )
     assert current == {restated: False, new: True}
+
+
+def test_a_cover_total_rounding_does_not_explain_warns_and_publishes(steps: Steps) -> None:
+    """The filing's rows are published as filed with the difference recorded; its mart's
+    contract check fails with WARN severity (the warning-level rule), which does not block the
+    publish; nothing else is recomputed or warned about."""
+    outcome, accession = steps.outcomes["cover_total_off"], steps.facts["cover_total_off"]
+    assert outcome.success and outcome.version is not None, outcome
+    assert outcome.failed_checks == []
+    assert outcome.warned_checks == ["marts/institutional_holdings:data_contract"]
+    passed, severity, failures = steps.facts["severities_of_cover_total_off"][
+        ("marts/institutional_holdings", "data_contract")
+    ]
+    assert (passed, severity) == (False, "WARN")
+    (failure,) = failures
+    assert failure == {
+        "expectation": "expect_column_values_to_be_in_set",
+        "columns": ["cover_total_status"],
+        "summary": failure["summary"],
+        "rule": "allowed",
+        "severity": "warning",
+    }
+    # the filing's 278 rows, alone: the check read the rows the build changed
+    assert failure["summary"].startswith("278 unexpected of 278 rows; e.g. 'mismatch'")
+    others = {k: v for k, v in steps.facts["severities_of_cover_total_off"].items() if not v[0]}
+    assert list(others) == [("marts/institutional_holdings", "data_contract")]
+    _, before = steps.facts["holdings_after_form13f_restated"]
+    assert steps.facts["holdings_after_cover_total_off"] == ([accession], before + 1)
+    version = steps.snapshots["cover_total_off"].versions[-1]["file_name"]
+    with open_version(steps.home / "published" / version) as con:
+        rows = con.execute(
+            "SELECT count(*), sum(value_usd), min(cover_value_difference_usd), "
+            "max(cover_value_difference_usd), max(cover_value_difference_ratio), "
+            "list(DISTINCT cover_total_status) FROM institutional_holdings WHERE accession = ?",
+            [accession],
+        ).fetchone()
+        elsewhere = con.execute(
+            "SELECT list(DISTINCT cover_total_status) FROM institutional_holdings "
+            "WHERE accession <> ?",
+            [accession],
+        ).fetchone()
+    assert rows == (
+        278,
+        1_129_298_000,
+        1_000_000,
+        1_000_000,
+        1_000_000 / 1_130_298_000,
+        ["mismatch"],
+    )
+    assert elsewhere == (["equal"],)  # the demo's covers add up
 
 
 @pytest.mark.parametrize("step", ["high_below_low", "future_date"])

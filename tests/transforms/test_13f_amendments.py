@@ -18,9 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import pandas as pd
 import pytest
-from conftest import FIXTURES, run_dbt
+from conftest import FIXTURES
 
 from findata.orchestration.demo.documents import Address, Filing13F, Holding13F
 from findata.orchestration.demo.sec_formats import (
@@ -28,9 +27,8 @@ from findata.orchestration.demo.sec_formats import (
     form13f_information_table_xml,
     form13f_primary_doc_xml,
 )
-from findata.orchestration.landing import read_source
-from findata.orchestration.raw import write_raw_tables
 from tests.api.endpoints.api_calls import fetch_rows
+from tests.transforms.warehouse_copies import warehouse_with_landing_added
 
 MFN_CIK = "0001732811"
 REAL_AMENDMENT = "0000904454-26-000248"
@@ -131,15 +129,14 @@ def marts(
         ):
             (landing / "sec" / name).parent.mkdir(parents=True, exist_ok=True)
             (landing / "sec" / name).write_bytes(data)
-    added = read_source(landing, "sec_13f")
-
     warehouse = folder / "warehouse.duckdb"
-    shutil.copyfile(small_warehouse, warehouse)
-    with duckdb.connect(str(warehouse), read_only=True) as con:
-        raw = {name: con.execute(f"select * from raw.{name}").df() for name in added}
-    write_raw_tables(warehouse, {name: pd.concat([raw[name], added[name]]) for name in added})
-    result = run_dbt(warehouse, "run", "--select", "+institutional_holdings", "+managers")
-    assert result.returncode == 0, result.stdout[-4000:]
+    warehouse_with_landing_added(
+        small_warehouse,
+        landing,
+        "sec_13f",
+        warehouse,
+        *("run", "--select", "+institutional_holdings", "+managers"),
+    )
     with duckdb.connect(str(warehouse), read_only=True) as connection:
         yield connection
 

@@ -805,7 +805,9 @@ class SyncEndpointMethods(SyncCalls):
         the first day the security is no longer a member (the landing file's `removed`,
         exclusive), so a member removed on D is in the roster of D-1 and not in that of D, and
         one added on D is in the roster of D and not in that of D-1. The current roster is every
-        interval with no removed_date. Each row is one membership interval; `ticker` is the
+        interval with no removed_date. A roster is what was known on its date, so its
+        removed_date is null: a member's removal comes after the roster's date, and no dated
+        answer shows later knowledge. Each row is one membership interval; `ticker` is the
         member's own ticker on `as_of` (today for the current roster), so a renamed member
         carries the ticker it had on that date. `meta.index` is the code upper case;
         `meta.entity_id_grain` is what the rows' entity_id identifies (`security`);
@@ -1442,7 +1444,9 @@ class AsyncEndpointMethods(AsyncCalls):
         the first day the security is no longer a member (the landing file's `removed`,
         exclusive), so a member removed on D is in the roster of D-1 and not in that of D, and
         one added on D is in the roster of D and not in that of D-1. The current roster is every
-        interval with no removed_date. Each row is one membership interval; `ticker` is the
+        interval with no removed_date. A roster is what was known on its date, so its
+        removed_date is null: a member's removal comes after the roster's date, and no dated
+        answer shows later knowledge. Each row is one membership interval; `ticker` is the
         member's own ticker on `as_of` (today for the current roster), so a renamed member
         carries the ticker it had on that date. `meta.index` is the code upper case;
         `meta.entity_id_grain` is what the rows' entity_id identifies (`security`);

@@ -92,7 +92,9 @@ def test_full_body_of_a_plain_ticker(api: RunningApi, pro_key: str, scenarios: d
     for item in entity["index_membership"]:
         assert list(item) == ["index", "index_name", "added", "removed"]
         assert item["index"] == item["index"].upper()
-        assert item["removed"] is None  # in effect today
+        # added by today; a removal is listed once it has happened
+        assert item["added"] <= scenarios["as_of"]
+        assert item["removed"] is None or item["removed"] <= scenarios["as_of"]
     assert body["data"][plain["ticker"]]["succession"] == []
 
     meta = body["meta"]
@@ -333,28 +335,40 @@ def test_delisted_ticker_names_what_it_named_last(
         ]
 
 
-def test_index_membership_as_of_the_date(api: RunningApi, pro_key: str, scenarios: dict) -> None:
+def test_index_membership_is_what_was_known_on_the_date(
+    api: RunningApi, pro_key: str, scenarios: dict
+) -> None:
+    """As of D: every membership added by D, its removal shown once it has happened (on or
+    before D) and never before: no later knowledge, and a past removal stays listed."""
     events = scenarios["index_events"]
     code = events["index"].upper()
     added, removed = events["added"], events["removed"]
 
-    def memberships(ticker: str, day: str) -> dict[str, dict[str, Any]]:
+    def memberships(ticker: str, day: str) -> list[dict[str, Any]]:
         body = ok_body(_resolve(api, pro_key, ticker, date=day))
-        return {m["index"]: m for m in _only(body, ticker)["index_membership"]}
+        items = [m for m in _only(body, ticker)["index_membership"] if m["index"] == code]
+        for item in items:
+            assert list(item) == ["index", "index_name", "added", "removed"]
+            assert item["added"] <= day and (item["removed"] is None or item["removed"] <= day)
+        return items
 
-    # point in time: the addition is not in effect the day before, and is on its date
+    # the removal: unknown on the last day as a member, shown on its date and after it
+    last_day = memberships(removed["ticker"], _day(removed["date"], -1))
+    leaving = [m for m in last_day if m["removed"] is None]
+    assert len(leaving) == 1 and leaving[0]["index_name"]
+    known = [{**m, "removed": removed["date"]} if m is leaving[0] else m for m in last_day]
+    assert memberships(removed["ticker"], removed["date"]) == known
+    assert memberships(removed["ticker"], _day(removed["date"], 1)) == known
+
+    # the addition: not listed the day before (not a member then), listed from its date
     before = memberships(added["ticker"], _day(added["date"], -1))
-    assert code not in before or before[code]["added"] != added["date"]
-    assert memberships(added["ticker"], added["date"])[code] == {
-        "index": code,
-        "index_name": memberships(added["ticker"], added["date"])[code]["index_name"],
-        "added": added["date"],
-        "removed": None,
-    }
-    on_last_day = memberships(removed["ticker"], _day(removed["date"], -1))[code]
-    assert on_last_day["removed"] == removed["date"]
-    assert on_last_day["index_name"]
-    assert code not in memberships(removed["ticker"], removed["date"])
+    assert all(m["removed"] is not None for m in before)
+    on_the_day = memberships(added["ticker"], added["date"])
+    assert on_the_day == [
+        *before,
+        {"index": code, "index_name": leaving[0]["index_name"], "added": added["date"],
+         "removed": None},
+    ]  # fmt: skip
 
 
 def test_parameter_texts_and_ticker_counts(

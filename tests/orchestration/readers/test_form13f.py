@@ -13,13 +13,16 @@ from findata.orchestration.readers.errors import MalformedFileError
 from findata.orchestration.readers.form13f import (
     INFORMATION_TABLE_COLUMNS,
     MAX_PLAUSIBLE_MEDIAN_PRICE,
+    CoverTotal,
     OtherManager,
+    ValueUnit,
     decide_value_unit,
     median_implied_price,
     read_13f_cover,
     read_13f_filing,
     read_13f_information_table,
     read_13f_submission_text,
+    reconcile_cover_total,
 )
 
 F13 = Path(__file__).resolve().parents[2] / "fixtures" / "13f"
@@ -27,6 +30,8 @@ BARD = F13 / "bard-financial-services_2021q3"
 MFN = F13 / "mfn-partners_2025q4_13F-HR-A"
 METLIFE = F13 / "metlife_2021q4"
 LTS_TXT = F13 / "lts-one-management_2023q3" / "0001894188-23-000007.txt"
+#: Bard's cover with its total off (tests/fixtures/CRAFTED.yaml), read with Bard's real table
+COVER_TOTAL_OFF = F13.parent / "13f-crafted" / "bard-financial-services_2021q3-cover-total-off"
 
 # --- Bard: pre-2023 filing in thousands, ns1: prefix on the table
 
@@ -73,7 +78,9 @@ def test_bard_filing_is_in_thousands() -> None:
     assert int(filing.holdings["value_usd"].sum()) == 1_129_298_000
     assert filing.holdings["value_usd"].dtype == "Int64"
     assert filing.holdings["value_usd"].iloc[0] == 584_000
-    assert filing.total_matches_cover is True and filing.entries_match_cover is True
+    # the rows tie out to the cover; rounding could explain up to $1,000 a row
+    assert filing.cover_total == CoverTotal(difference_usd=0, ratio=0.0, tolerance_usd=278_000)
+    assert filing.cover_total.status == "equal" and filing.entries_match_cover is True
     # a plausible median share price under the thousands reading
     assert median_implied_price(filing.holdings) == pytest.approx(81.4987, abs=1e-3)
 
@@ -118,7 +125,7 @@ def test_mfn_filing_figi_on_one_row_and_dollars() -> None:
     assert holdings["other_manager"].isna().all()  # element absent
     assert filing.value_unit == "dollars"
     assert int(holdings["value_usd"].sum()) == 24_920_000
-    assert filing.total_matches_cover is True
+    assert filing.cover_total == CoverTotal(difference_usd=0, ratio=0.0, tolerance_usd=2)
 
 
 # --- MetLife: combination report, late filing of a 2021 period, values in dollars
@@ -164,7 +171,56 @@ def test_lts_one_from_submission_text() -> None:
     assert filing.holdings["name_of_issuer"].iloc[-1] == "VISA INC"
     assert filing.value_unit == "dollars"
     assert int(filing.holdings["value_usd"].sum()) == 454_926_000
-    assert filing.total_matches_cover is True and filing.entries_match_cover is True
+    assert filing.cover_total is not None and filing.cover_total.status == "equal"
+    assert filing.entries_match_cover is True
+
+
+# --- the cover total against the rows
+
+
+def test_a_cover_total_off_by_more_than_rounding_is_a_mismatch() -> None:
+    """The crafted cover (tests/fixtures/CRAFTED.yaml) says 1,000 thousand dollars more than
+    Bard's 278 rows add up to: $1,000,000, beyond the $278,000 rounding can explain."""
+    filing = read_13f_filing(COVER_TOTAL_OFF / "primary_doc.xml", BARD / "infotable.xml")
+    assert filing.value_unit == "thousands"
+    assert filing.cover_total == CoverTotal(
+        difference_usd=1_000_000, ratio=1_000_000 / 1_130_298_000, tolerance_usd=278_000
+    )
+    assert filing.cover_total.status == "mismatch"
+    assert int(filing.holdings["value_usd"].sum()) == 1_129_298_000  # the rows stay as filed
+
+
+@pytest.mark.parametrize(
+    ("unit", "off", "status"),
+    [
+        # thousands: rounding is up to one unit ($1,000) a row, 278 rows
+        ("thousands", 0, "equal"),
+        ("thousands", 278, "rounding"),
+        ("thousands", -278, "rounding"),
+        ("thousands", 279, "mismatch"),
+        ("thousands", -279, "mismatch"),
+        # dollars: up to $1 a row
+        ("dollars", 278, "rounding"),
+        ("dollars", 279, "mismatch"),
+    ],
+)
+def test_rounding_is_up_to_one_unit_a_row(unit: ValueUnit, off: int, status: str) -> None:
+    values = _bard_table()["value_reported"]
+    total = reconcile_cover_total(1_129_298 + off, values, unit)
+    dollars = {"thousands": 1000, "dollars": 1}[unit]
+    assert total == CoverTotal(
+        difference_usd=off * dollars,
+        ratio=off / (1_129_298 + off),
+        tolerance_usd=278 * dollars,
+    )
+    assert total.status == status
+
+
+def test_no_cover_total_records_no_difference() -> None:
+    assert reconcile_cover_total(None, _bard_table()["value_reported"], "dollars") is None
+    # a cover total of 0 with rows: a difference, but none relative to the total
+    zero = reconcile_cover_total(0, _bard_table()["value_reported"], "dollars")
+    assert zero == CoverTotal(difference_usd=-1_129_298, ratio=None, tolerance_usd=278)
 
 
 # --- the unit decision
@@ -208,7 +264,8 @@ def test_pre_2023_dollars_filing_end_to_end(tmp_path: Path) -> None:
     assert filing.value_unit == "dollars"
     assert int(filing.holdings["value_usd"].sum()) == 1_129_298_000
     # the cover still says 1129298 (thousands): recorded, not fatal
-    assert filing.total_matches_cover is False
+    assert filing.cover_total is not None and filing.cover_total.status == "mismatch"
+    assert filing.cover_total.difference_usd == 1_129_298 - 1_129_298_000
 
 
 # --- rejections

@@ -4,7 +4,9 @@
 -- report date. value_usd is in dollars whatever unit the filing used (thousands before
 -- 2023-01-03). is_current marks the rows of the manager's current report for the quarter (the
 -- latest complete report, original or restatement, plus later new-holdings amendments); rows
--- of a report a restatement replaced are kept, as filed, with is_current false.
+-- of a report a restatement replaced are kept, as filed, with is_current false. Each row also
+-- carries its filing's cover total against the sum of the filing's rows (the reader's
+-- reconcile_cover_total: difference in dollars and relative, and equal/rounding/mismatch).
 --
 -- Incremental by filing: a build recomputes the rows of the filings
 -- int_form13f_filings_fingerprinted marks is_rebuilt (new, changed or removed filings and the
@@ -53,7 +55,10 @@ positions as (
         filings.filed_date as filing_date,
         filings.is_amendment,
         case when filings.is_amendment then upper(filings.amendment_type) end as amendment_type,
-        current_filings.accession is not null as is_current
+        current_filings.accession is not null as is_current,
+        filings.cover_value_difference_usd,
+        filings.cover_value_difference_ratio,
+        filings.cover_total_status
     from holdings
     inner join filings
         on holdings.accession = filings.accession
@@ -126,7 +131,10 @@ final as (
         cast(positions.voting_none as bigint) as voting_none,
         cast(positions.is_amendment as boolean) as is_amendment,
         cast(positions.amendment_type as varchar) as amendment_type,
-        cast(positions.is_current as boolean) as is_current
+        cast(positions.is_current as boolean) as is_current,
+        cast(positions.cover_value_difference_usd as bigint) as cover_value_difference_usd,
+        cast(positions.cover_value_difference_ratio as double) as cover_value_difference_ratio,
+        cast(positions.cover_total_status as varchar) as cover_total_status
     from positions
     left join securities
         on positions.accession = securities.accession

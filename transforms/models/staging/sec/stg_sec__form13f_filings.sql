@@ -17,7 +17,9 @@ renamed as (
         table_entry_total,
         table_value_total,
         value_unit,
-        total_matches_cover
+        cover_value_difference_usd,
+        cover_value_difference_ratio,
+        cover_total_status
     from source
 )
 
