@@ -3,7 +3,8 @@
 
 Endpoint methods of list endpoints (prices, fundamentals, ..., search, index, changes) return
 a result of rows across pages (``Rows``, whose first page the call fetches, so an error response
-raises there; ``AsyncRows`` on the async client, fetched when first read);
+raises there; ``AsyncRows`` on the async client: ``await`` it for every row, the first page's
+error raising at the ``await``, or ``async for`` over it);
 the others (resolve, status, usage) return the response body, a ``dict``, whose ``warnings``
 are also emitted as ``FindataWarning``.
 """
@@ -128,7 +129,8 @@ class Client(SyncEndpointMethods):
 class AsyncClient(AsyncEndpointMethods):
     """An asynchronous client of the findata API: ``Client``'s constructor and methods, with
     ``await`` on ``get`` and the one-response endpoints; list methods and ``paginate`` return
-    ``AsyncRows`` at once (``async for row in ...``). ``sleep`` may be a coroutine function;
+    ``AsyncRows`` at once: ``await`` it (every row), ``await ....to_pandas()``, or
+    ``async for row in ...``. ``sleep`` may be a coroutine function;
     ``http_client`` an ``httpx.AsyncClient``. ``async with`` or ``await aclose()``.
     """
 
