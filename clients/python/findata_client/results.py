@@ -22,13 +22,13 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
-from urllib.parse import urlencode
 
 from findata_client.endpoints import EndpointInfo
 from findata_client.errors import FindataConnectionError, FindataError
 from findata_client.fetched import RowList, printed
 from findata_client.narrowing import page_limit_note
 from findata_client.notices import warn_body_warnings, warn_partial_result
+from findata_client.params import shown_request
 
 if TYPE_CHECKING:
     import pandas
@@ -129,7 +129,7 @@ class _Result:
     @property
     def request(self) -> str:
         """The request, as logs and printed results name it (its path and first query)."""
-        return f"{self.path}?{urlencode(self.query)}" if self.query else self.path
+        return shown_request(self.path, self.query)
 
     @property
     def warnings(self) -> list[str]:
