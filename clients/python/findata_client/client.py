@@ -53,8 +53,8 @@ class Client(SyncEndpointMethods):
     ``api_key``: the key sent in ``X-API-Key`` (default ``$FINDATA_API_KEY``; with neither, or
     ``""``, requests are keyless). ``base_url``: default ``$FINDATA_BASE_URL``, else
     ``http://127.0.0.1:8000``. ``timeout``: seconds per attempt. ``max_attempts``: attempts in
-    all for 502/503/504 and network failures. ``wait_on_rate_limit``: wait out 429s as the
-    spec recommends instead of raising.
+    all for 500/502/503 and network failures (a 504 is never resent).
+    ``wait_on_rate_limit``: wait out 429s as the spec recommends instead of raising.
     ``clock`` (a callable returning an aware UTC datetime) and ``sleep`` (a callable taking
     seconds) replace the real ones, e.g. in tests. ``http_client``: an ``httpx.Client`` to
     send through (not closed by ``close``).
