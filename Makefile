@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install demo test lint test-days
+.PHONY: install demo test lint test-days client-dist
 
 # the Python client (clients/python) is its own distribution; the server's tests install it
 $(BIN)/findata: pyproject.toml clients/python/pyproject.toml
@@ -21,6 +21,15 @@ SOURCES := findata accounts api contracts orchestration webhooks transforms clie
 
 install: $(BIN)/findata
 	$(BIN)/python -m compileall -q $(SOURCES)
+
+# findata-python's wheel and sdist (the wheel built from the sdist), with the venv's setuptools
+# (--no-isolation: nothing downloaded); until the package is published, pip installs it from
+# them: pip install --find-links clients/python/dist 'findata-python[all]'
+CLIENT_DIST ?= clients/python/dist
+
+client-dist: $(BIN)/findata
+	rm -f $(CLIENT_DIST)/findata_python-*
+	$(BIN)/python -m build --quiet --no-isolation --outdir $(CLIENT_DIST) clients/python
 
 demo: install
 	$(BIN)/findata demo --no-serve

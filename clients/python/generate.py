@@ -147,6 +147,15 @@ def _feed(contract: EndpointContract) -> str | None:
     return FEED_PARAMETER if contract.paging.kind == "none" and reads_since else None
 
 
+def _date_field(contract: EndpointContract) -> str | None:
+    """The first date column of the row order among the fields served (a frame's index)."""
+    served = set(contract.fields.by_default)
+    for term in contract.order:
+        if term.column in served and field_type(term.column, contract)[0] == "DATE":
+            return term.column
+    return None
+
+
 def _is_list(contract: EndpointContract) -> bool:
     return contract.paging.kind != "none" or _feed(contract) is not None
 
@@ -220,7 +229,8 @@ def _endpoint_table() -> str:
             f"    {name!r}: EndpointInfo(name={name!r}, paths={tuple(contract.paths)!r}, "
             f"paging={contract.paging.kind!r}, default_limit={contract.paging.default_limit!r}, "
             f"max_limit={contract.paging.max_limit!r}, fields=({', '.join(typed)},), "
-            f"key={contract.key!r}, parameters={parameters!r}, feed={_feed(contract)!r}),"
+            f"key={contract.key!r}, parameters={parameters!r}, feed={_feed(contract)!r}, "
+            f"date_field={_date_field(contract)!r}),"
         )
     out.append("}\n")
     return "\n".join(out)
@@ -278,7 +288,8 @@ def _method(contract: EndpointContract, asynchronous: bool) -> str:
             else f"{contract.paging.kind} paging"
         )
         when = (
-            "the pages are fetched when read"
+            "``await`` it for every row (an error response raises there), or ``async for`` to "
+            "read the rows as the pages come"
             if asynchronous
             else "the call fetches the first page (an error response raises here), the rest "
             "are fetched when read"

@@ -1,6 +1,6 @@
 """``AsyncClient`` against the real server: the same answers as ``Client`` (rows, pages, tables,
-bodies), errors raised, retries through the fault proxy with an async ``sleep``, and a 429
-waited out with an injected clock."""
+bodies), a result awaited to every row, errors raised at the await of the first page, retries
+through the fault proxy with an async ``sleep``, and a 429 waited out with an injected clock."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
-from findata_client import AsyncClient, Client, FindataConnectionError
+from findata_client import AsyncClient, Client, FindataConnectionError, RowList
 from findata_client.errors import (
     BurstLimitReachedError,
     CoverageUnavailableError,
@@ -86,12 +87,50 @@ async def test_the_same_answers_as_the_sync_client(
         assert await client.changes(limit=300).to_list() == changes
 
 
-async def test_errors_raise(api: RunningApi, key: str, scenarios: dict[str, Any]) -> None:
+async def test_a_result_is_awaited_to_every_row(
+    api: RunningApi, key: str, scenarios: dict[str, Any]
+) -> None:
+    plain = scenarios["plain"]["ticker"]
+    window = {"start": "2025-01-01", "end": "2025-03-31"}
+    with Client(key, api.url) as sync:
+        expected = sync.prices(plain, **window).to_list()
+        frame = sync.prices(plain, **window).to_pandas(date_index=True)
+        roster = sync.index(scenarios["index_events"]["index"]).to_list()
     async with AsyncClient(key, api.url) as client:
+        rows = await client.prices(plain, limit=10, **window)
+        assert isinstance(rows, RowList) and rows == expected
+        assert rows.pages > 3 and rows.complete and rows.meta["limit"] == 10
+        assert str(rows).startswith(f"<RowList of prices: {len(expected):,} rows from")
+        assert (await client.index(scenarios["index_events"]["index"])) == roster
+        assert (await client.prices(plain, **window).to_pandas(date_index=True)).equals(frame)
+        result = client.prices(plain, limit=10, **window)
+        assert repr(result).endswith(": not fetched yet>")
+        assert [row async for row in result] == expected  # async iteration as before
+        assert "rows on the first page, more to fetch>" in repr(result).splitlines()[0]
+
+
+async def test_errors_raise(api: RunningApi, key: str, scenarios: dict[str, Any]) -> None:
+    sent: list[httpx.Request] = []
+
+    async def record(request: httpx.Request) -> None:
+        sent.append(request)
+
+    http = httpx.AsyncClient(event_hooks={"request": [record]})
+    async with AsyncClient(key, api.url, http_client=http) as client:
+        # the first page's error raises at the await, as the sync call raises at once
         with pytest.raises(NotFoundError):
-            await client.prices("ZZZQQ").to_list()
+            await client.prices("ZZZQQ")
+        assert len(sent) == 1
+        with pytest.raises(CursorExpiredError):
+            await client.changes(since="2000-01-01")
+        with pytest.raises(NotFoundError):
+            async for _ in client.prices("ZZZQQ"):
+                pass
+        with pytest.raises(NotFoundError):
+            await client.prices("ZZZQQ").to_pandas()
         with pytest.raises(CursorExpiredError):
             await client.changes(since="2000-01-01").first_page()
+    await http.aclose()
 
 
 async def test_retries_with_an_async_sleep(proxy: FaultProxy, key: str) -> None:
@@ -120,7 +159,7 @@ async def test_retries_with_an_async_sleep(proxy: FaultProxy, key: str) -> None:
         assert proxy.attempts == 3
     plain: list[float] = []
     async with AsyncClient(key, proxy.url, sleep=plain.append) as client:  # a plain callable
-        proxy.script(Reply.html(504))
+        proxy.script(Reply.html(500))
         await client.status()
         assert len(plain) == 1
 

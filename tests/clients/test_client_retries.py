@@ -1,12 +1,15 @@
-"""Retries as the spec's "Client behaviour" says, through a fault-injecting proxy in front of the
-real server: 502, 503, 504, timeouts and dropped connections are tried up to three attempts in
-all, with growing, jittered waits; a 4xx (429 included) and a 500 are never sent again. With
+"""Retries as the spec's recommended retry says ("Client behaviour"), through a fault-injecting
+proxy in front of the real server: 500, 502, 503, timeouts and dropped connections are tried up
+to three attempts in all, with growing, jittered waits; a 504 is never sent again unchanged (its
+error says how to narrow the request); a 4xx (429 included) is never sent again. With
 ``wait_on_rate_limit`` a 429 is waited out as recommended, on a server whose clock the test's
-sleep moves: ``retry_after_seconds``, else the next UTC clock hour or 00:00 UTC."""
+sleep moves: ``retry_after_seconds``, else the next UTC clock hour or 00:00 UTC. Each wait is
+logged with its reason, each page fetched too, and the key never."""
 
 from __future__ import annotations
 
 import datetime as dt
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +21,12 @@ from findata.accounts.ips import block_ip, unblock_ip
 from findata.api.errors import ApiError
 from findata_client import Client, FindataConnectionError, FindataError, __version__
 from findata_client._generated import ERROR_CLASSES
-from findata_client.errors import BurstLimitReachedError, TemporarilyBlockedError
+from findata_client.errors import (
+    BurstLimitReachedError,
+    QueryTimeoutError,
+    RequestTimeoutError,
+    TemporarilyBlockedError,
+)
 from tests.api.server import RunningApi, free_port
 from tests.clients.clock_server import (
     TO_MIDNIGHT,
@@ -78,17 +86,16 @@ def _assert_backoff(waits: list[float]) -> None:
 
 
 FAULTS = {
+    "500-internal": Reply.json(500, _body("internal_error")),
     "502-html": Reply.html(502),
     "502-empty": Reply(502, b"", "text/plain"),
     "503-coverage": Reply.json(503, _body("coverage_unavailable")),
     "503-html": Reply.html(503),
-    "504-request-timeout": Reply.json(504, _body("request_timeout")),
-    "504-query-timeout": Reply.json(504, _body("query_timeout")),
 }
 
 
 @pytest.mark.parametrize("fault", FAULTS.values(), ids=list(FAULTS))
-def test_5xx_gateway_answers_get_three_attempts_then_raise(
+def test_500_502_503_get_three_attempts_then_raise(
     fault: Reply, proxy: FaultProxy, client: Client, sleeps: Sleeps
 ) -> None:
     proxy.script(fault, fault, fault)
@@ -104,7 +111,7 @@ def test_5xx_gateway_answers_get_three_attempts_then_raise(
 
 @pytest.mark.parametrize(
     "faults",
-    [(Reply.html(502),), (Reply.html(503), Reply.json(504, _body("query_timeout"))), (DROP, HANG)],
+    [(Reply.html(502),), (Reply.html(503), Reply.json(500, _body("internal_error"))), (DROP, HANG)],
     ids=["second-passes", "third-passes", "dropped-then-hung-then-passes"],
 )
 def test_a_later_attempt_that_passes_is_the_answer(
@@ -140,18 +147,48 @@ def test_a_server_that_is_not_there(key: str, sleeps: Sleeps) -> None:
     _assert_backoff(sleeps)
 
 
+TIMEOUTS = {
+    "request-timeout": (Reply.json(504, _body("request_timeout")), RequestTimeoutError),
+    "query-timeout": (Reply.json(504, _body("query_timeout")), QueryTimeoutError),
+    "gateway-page": (Reply.html(504), FindataError),
+}
+
+
+@pytest.mark.parametrize(("reply", "raised_class"), TIMEOUTS.values(), ids=list(TIMEOUTS))
+def test_a_504_is_not_sent_again_unchanged_but_says_how_to_narrow(
+    reply: Reply,
+    raised_class: type[FindataError],
+    proxy: FaultProxy,
+    client: Client,
+    sleeps: Sleeps,
+    scenarios: dict,
+) -> None:
+    tickers = [scenarios["plain"]["ticker"], *scenarios["share_classes"]["class_tickers"]]
+    proxy.script(reply)  # a second attempt would pass
+    with pytest.raises(FindataError) as raised:
+        client.prices(tickers, start="2020-01-01", end="2025-03-31")
+    assert type(raised.value) is raised_class and raised.value.status == 504
+    assert proxy.attempts == 1 and sleeps == []
+    (note,) = raised.value.__notes__
+    assert "Not sent again unchanged" in note
+    assert "a shorter date range (start/end; now start=2020-01-01, end=2025-03-31)" in note
+    assert "fewer tickers or entity ids (now 3)" in note
+    # the narrowed request, sent again by the caller, is answered
+    narrowed = client.prices(tickers[0], start="2025-03-01", end="2025-03-31").to_list()
+    assert narrowed and proxy.attempts == 2
+
+
 @pytest.mark.parametrize(
     "reply",
     [
         Reply.json(429, ApiError("burst_limit_reached", "x", retry_after_seconds=60).body()),
         Reply.json(429, _body("hourly_usage_limit")),
-        Reply.json(500, _body("internal_error")),
         Reply.json(400, ApiError("bad_request", "Invalid cursor").body()),
         Reply.html(501),
     ],
-    ids=["429-burst", "429-hourly", "500", "400", "501-html"],
+    ids=["429-burst", "429-hourly", "400", "501-html"],
 )
-def test_4xx_429_and_500_are_never_sent_again(
+def test_4xx_and_429_are_never_sent_again(
     reply: Reply, proxy: FaultProxy, client: Client, sleeps: Sleeps
 ) -> None:
     proxy.script(reply, reply, reply)
@@ -207,6 +244,49 @@ def test_each_page_is_retried_on_its_own(
     assert proxy.attempts == len(pages) + 2 and len(sleeps) == 2
 
 
+def test_waits_and_pages_are_logged(
+    proxy: FaultProxy,
+    client: Client,
+    sleeps: Sleeps,
+    key: str,
+    scenarios: dict,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="findata_client")
+    plain = scenarios["plain"]["ticker"]
+    # the second page is refused once
+    proxy.script("pass", Reply.json(503, _body("coverage_unavailable")))
+    rows = client.prices(plain, start="2025-01-01", end="2025-03-31", limit=20).to_list()
+    count = -(-len(rows) // 20)  # pages of 20
+    assert count > 2
+    pages = [r for r in caplog.records if r.name == "findata_client.results"]
+    assert [r.levelno for r in pages] == [logging.INFO] * count
+    request = f"/v1/prices/{plain}?start=2025-01-01&end=2025-03-31&limit=20"
+    assert pages[0].getMessage() == f"{request}: page 1, 20 rows (20 so far)"
+    last = len(rows) - 20 * (count - 1)
+    assert pages[-1].getMessage() == f"{request}: page {count}, {last} rows ({len(rows)} so far)"
+    (wait,) = [r for r in caplog.records if r.name == "findata_client.transport"]
+    assert wait.levelno == logging.WARNING
+    assert wait.getMessage() == (
+        f"GET /v1/prices/{plain}: 503 coverage_unavailable, attempt 1 of 3; "
+        f"sending it again in {sleeps[0]:.2f} s"
+    )
+    caplog.clear()
+    proxy.script(DROP, Reply.html(502))
+    client.status()
+    assert [r.getMessage().split("; ")[0] for r in caplog.records] == [
+        "GET /v1/status: RemoteProtocolError (no answer), attempt 1 of 3",
+        "GET /v1/status: 502 (not the API's body), attempt 2 of 3",
+    ]
+    # a key sent as the api_key parameter is not shown either
+    with Client("", proxy.url) as keyless:
+        proxy.script()
+        found = keyless.paginate(f"/v1/prices/{plain}", {"api_key": key, "limit": 5})
+        assert found.first_page.data and "api_key=***" in repr(found)
+    assert "api_key=***" in caplog.text
+    assert key not in caplog.text
+
+
 def test_the_user_agent_and_where_the_key_goes(
     proxy: FaultProxy, client: Client, key: str, api: RunningApi
 ) -> None:
@@ -244,25 +324,40 @@ def _waiting_client(api: RunningApi, key: str | None, sleep: MovingSleep) -> Cli
 
 
 @pytest.mark.parametrize(
-    ("usage", "wait"),
+    ("usage", "wait", "reason"),
     [
-        ({"requests": 40}, TO_NEXT_HOUR),  # burst: retry_after_seconds
-        ({"requests": 100}, TO_MIDNIGHT),  # daily: retry_after_seconds
-        ({"rows": 100_000}, TO_NEXT_HOUR),  # hourly_usage_limit: to the next clock hour
-        ({"rows": 500_000}, TO_MIDNIGHT),  # row_limit_exceeded: to 00:00 UTC
+        ({"requests": 40}, TO_NEXT_HOUR, "429 burst_limit_reached: retry_after_seconds"),
+        ({"requests": 100}, TO_MIDNIGHT, "429 daily_limit_reached: retry_after_seconds"),
+        (
+            {"rows": 100_000},
+            TO_NEXT_HOUR,
+            "429 hourly_usage_limit: waiting to the next UTC clock hour",
+        ),
+        ({"rows": 500_000}, TO_MIDNIGHT, "429 row_limit_exceeded: waiting to 00:00 UTC"),
     ],
     ids=["burst", "daily", "hourly-rows", "daily-rows"],
 )
 def test_wait_on_rate_limit_waits_the_recommended_time(
-    usage: dict[str, int], wait: int, at_ten_fifteen: RunningApi, scenarios: dict
+    usage: dict[str, int],
+    wait: int,
+    reason: str,
+    at_ten_fifteen: RunningApi,
+    scenarios: dict,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     api = at_ten_fifteen
     free = api.new_key("free")
     use(api, free.account.id, **usage)
     sleep = MovingSleep(api.clock)
+    plain = scenarios["plain"]["ticker"]
+    caplog.set_level(logging.WARNING, logger="findata_client")
     with _waiting_client(api, free.key, sleep) as client:
-        page = client.prices(scenarios["plain"]["ticker"], start=A_WEEK_AGO, limit=1).first_page
+        page = client.prices(plain, start=A_WEEK_AGO, limit=1).first_page
     assert page.data and sleep == [wait]
+    (logged,) = caplog.records
+    assert (
+        logged.getMessage() == f"GET /v1/prices/{plain}: {reason}; sending it again in {wait:.2f} s"
+    )
 
 
 def test_wait_on_rate_limit_for_index_snapshots(

@@ -42,6 +42,7 @@ ENDPOINTS: dict[str, EndpointInfo] = {
         key="required",
         parameters=("since", "limit"),
         feed="since",
+        date_field=None,
     ),
     "fundamentals": EndpointInfo(
         name="fundamentals",
@@ -90,6 +91,7 @@ ENDPOINTS: dict[str, EndpointInfo] = {
             "cursor",
         ),
         feed=None,
+        date_field="period_end",
     ),
     "holdings": EndpointInfo(
         name="holdings",
@@ -124,6 +126,7 @@ ENDPOINTS: dict[str, EndpointInfo] = {
         key="required",
         parameters=("quarter", "include_superseded", "manager_id", "entity_id", "limit", "cursor"),
         feed=None,
+        date_field="report_date",
     ),
     "index": EndpointInfo(
         name="index",
@@ -142,6 +145,7 @@ ENDPOINTS: dict[str, EndpointInfo] = {
         key="required",
         parameters=("as_of", "limit", "offset"),
         feed=None,
+        date_field=None,
     ),
     "index_events": EndpointInfo(
         name="index_events",
@@ -160,6 +164,7 @@ ENDPOINTS: dict[str, EndpointInfo] = {
         key="required",
         parameters=("start", "end", "limit", "offset"),
         feed=None,
+        date_field="effective_date",
     ),
     "insiders": EndpointInfo(
         name="insiders",
@@ -211,6 +216,7 @@ ENDPOINTS: dict[str, EndpointInfo] = {
             "cursor",
         ),
         feed=None,
+        date_field="transaction_date",
     ),
     "manager_holdings": EndpointInfo(
         name="manager_holdings",
@@ -244,6 +250,7 @@ ENDPOINTS: dict[str, EndpointInfo] = {
         key="required",
         parameters=("quarter", "include_superseded", "limit", "cursor"),
         feed=None,
+        date_field="report_date",
     ),
     "managers": EndpointInfo(
         name="managers",
@@ -263,6 +270,7 @@ ENDPOINTS: dict[str, EndpointInfo] = {
         key="required",
         parameters=("search", "limit", "cursor"),
         feed=None,
+        date_field=None,
     ),
     "metrics": EndpointInfo(
         name="metrics",
@@ -308,6 +316,7 @@ ENDPOINTS: dict[str, EndpointInfo] = {
             "cursor",
         ),
         feed=None,
+        date_field="period_end",
     ),
     "prices": EndpointInfo(
         name="prices",
@@ -338,6 +347,7 @@ ENDPOINTS: dict[str, EndpointInfo] = {
         key="required",
         parameters=("start", "end", "fields", "interval", "adjust", "entity_id", "limit", "cursor"),
         feed=None,
+        date_field="date",
     ),
     "resolve": EndpointInfo(
         name="resolve",
@@ -365,6 +375,7 @@ ENDPOINTS: dict[str, EndpointInfo] = {
         key="optional",
         parameters=("date",),
         feed=None,
+        date_field=None,
     ),
     "search": EndpointInfo(
         name="search",
@@ -392,6 +403,7 @@ ENDPOINTS: dict[str, EndpointInfo] = {
         key="optional",
         parameters=("q", "limit", "offset"),
         feed=None,
+        date_field=None,
     ),
     "status": EndpointInfo(
         name="status",
@@ -408,6 +420,7 @@ ENDPOINTS: dict[str, EndpointInfo] = {
         key="never",
         parameters=(),
         feed=None,
+        date_field=None,
     ),
     "usage": EndpointInfo(
         name="usage",
@@ -425,6 +438,7 @@ ENDPOINTS: dict[str, EndpointInfo] = {
         key="required",
         parameters=(),
         feed=None,
+        date_field=None,
     ),
 }
 
@@ -1277,8 +1291,9 @@ class AsyncEndpointMethods(AsyncCalls):
             limit: Records per response (default 1000, at most 5000; a larger value is lowered).
 
         Returns:
-            The rows across every page (read on through ``since``): the pages are fetched when
-            read.
+            The rows across every page (read on through ``since``): ``await`` it for every row
+            (an error response raises there), or ``async for`` to read the rows as the pages
+            come.
         """
         return self._call_rows("changes", {}, {"since": since, "limit": limit})
 
@@ -1344,7 +1359,8 @@ class AsyncEndpointMethods(AsyncCalls):
                 the same request (only `limit` may change). Empty: the first page.
 
         Returns:
-            The rows across every page (cursor paging): the pages are fetched when read.
+            The rows across every page (cursor paging): ``await`` it for every row (an error
+            response raises there), or ``async for`` to read the rows as the pages come.
         """
         return self._call_rows(
             "fundamentals",
@@ -1413,7 +1429,8 @@ class AsyncEndpointMethods(AsyncCalls):
                 the same request (only `limit` may change). Empty: the first page.
 
         Returns:
-            The rows across every page (cursor paging): the pages are fetched when read.
+            The rows across every page (cursor paging): ``await`` it for every row (an error
+            response raises there), or ``async for`` to read the rows as the pages come.
         """
         return self._call_rows(
             "holdings",
@@ -1466,7 +1483,8 @@ class AsyncEndpointMethods(AsyncCalls):
             offset: Rows to skip, a whole number of 0 or more; step it by `limit`.
 
         Returns:
-            The rows across every page (offset paging): the pages are fetched when read.
+            The rows across every page (offset paging): ``await`` it for every row (an error
+            response raises there), or ``async for`` to read the rows as the pages come.
         """
         return self._call_rows(
             "index", {"index_name": index_name}, {"as_of": as_of, "limit": limit, "offset": offset}
@@ -1503,7 +1521,8 @@ class AsyncEndpointMethods(AsyncCalls):
             offset: Rows to skip, a whole number of 0 or more; step it by `limit`.
 
         Returns:
-            The rows across every page (offset paging): the pages are fetched when read.
+            The rows across every page (offset paging): ``await`` it for every row (an error
+            response raises there), or ``async for`` to read the rows as the pages come.
         """
         return self._call_rows(
             "index_events",
@@ -1567,7 +1586,8 @@ class AsyncEndpointMethods(AsyncCalls):
                 the same request (only `limit` may change). Empty: the first page.
 
         Returns:
-            The rows across every page (cursor paging): the pages are fetched when read.
+            The rows across every page (cursor paging): ``await`` it for every row (an error
+            response raises there), or ``async for`` to read the rows as the pages come.
         """
         return self._call_rows(
             "insiders",
@@ -1623,7 +1643,8 @@ class AsyncEndpointMethods(AsyncCalls):
                 the same request (only `limit` may change). Empty: the first page.
 
         Returns:
-            The rows across every page (cursor paging): the pages are fetched when read.
+            The rows across every page (cursor paging): ``await`` it for every row (an error
+            response raises there), or ``async for`` to read the rows as the pages come.
         """
         return self._call_rows(
             "manager_holdings",
@@ -1659,7 +1680,8 @@ class AsyncEndpointMethods(AsyncCalls):
                 the same request (only `limit` may change). Empty: the first page.
 
         Returns:
-            The rows across every page (cursor paging): the pages are fetched when read.
+            The rows across every page (cursor paging): ``await`` it for every row (an error
+            response raises there), or ``async for`` to read the rows as the pages come.
         """
         return self._call_rows("managers", {}, {"search": search, "limit": limit, "cursor": cursor})
 
@@ -1738,7 +1760,8 @@ class AsyncEndpointMethods(AsyncCalls):
                 the same request (only `limit` may change). Empty: the first page.
 
         Returns:
-            The rows across every page (cursor paging): the pages are fetched when read.
+            The rows across every page (cursor paging): ``await`` it for every row (an error
+            response raises there), or ``async for`` to read the rows as the pages come.
         """
         return self._call_rows(
             "metrics",
@@ -1796,7 +1819,8 @@ class AsyncEndpointMethods(AsyncCalls):
                 the same request (only `limit` may change). Empty: the first page.
 
         Returns:
-            The rows across every page (cursor paging): the pages are fetched when read.
+            The rows across every page (cursor paging): ``await`` it for every row (an error
+            response raises there), or ``async for`` to read the rows as the pages come.
         """
         return self._call_rows(
             "prices",
@@ -1857,7 +1881,8 @@ class AsyncEndpointMethods(AsyncCalls):
             offset: Rows to skip, a whole number of 0 or more; step it by `limit`.
 
         Returns:
-            The rows across every page (offset paging): the pages are fetched when read.
+            The rows across every page (offset paging): ``await`` it for every row (an error
+            response raises there), or ``async for`` to read the rows as the pages come.
         """
         return self._call_rows("search", {}, {"q": q, "limit": limit, "offset": offset})
 

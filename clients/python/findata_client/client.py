@@ -3,7 +3,8 @@
 
 Endpoint methods of list endpoints (prices, fundamentals, ..., search, index, changes) return
 a result of rows across pages (``Rows``, whose first page the call fetches, so an error response
-raises there; ``AsyncRows`` on the async client, fetched when first read);
+raises there; ``AsyncRows`` on the async client: ``await`` it for every row, the first page's
+error raising at the ``await``, or ``async for`` over it);
 the others (resolve, status, usage) return the response body, a ``dict``, whose ``warnings``
 are also emitted as ``FindataWarning``.
 """
@@ -52,8 +53,8 @@ class Client(SyncEndpointMethods):
     ``api_key``: the key sent in ``X-API-Key`` (default ``$FINDATA_API_KEY``; with neither, or
     ``""``, requests are keyless). ``base_url``: default ``$FINDATA_BASE_URL``, else
     ``http://127.0.0.1:8000``. ``timeout``: seconds per attempt. ``max_attempts``: attempts in
-    all for 502/503/504 and network failures. ``wait_on_rate_limit``: wait out 429s as the
-    spec recommends instead of raising.
+    all for 500/502/503 and network failures (a 504 is never resent).
+    ``wait_on_rate_limit``: wait out 429s as the spec recommends instead of raising.
     ``clock`` (a callable returning an aware UTC datetime) and ``sleep`` (a callable taking
     seconds) replace the real ones, e.g. in tests. ``http_client``: an ``httpx.Client`` to
     send through (not closed by ``close``).
@@ -128,7 +129,8 @@ class Client(SyncEndpointMethods):
 class AsyncClient(AsyncEndpointMethods):
     """An asynchronous client of the findata API: ``Client``'s constructor and methods, with
     ``await`` on ``get`` and the one-response endpoints; list methods and ``paginate`` return
-    ``AsyncRows`` at once (``async for row in ...``). ``sleep`` may be a coroutine function;
+    ``AsyncRows`` at once: ``await`` it (every row), ``await ....to_pandas()``, or
+    ``async for row in ...``. ``sleep`` may be a coroutine function;
     ``http_client`` an ``httpx.AsyncClient``. ``async with`` or ``await aclose()``.
     """
 

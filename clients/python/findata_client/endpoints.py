@@ -34,6 +34,7 @@ class EndpointInfo:
     ``paging`` is the contract's paging kind; ``feed`` names the parameter a feed is read on
     through (``since`` on the change feed, whose responses are not paged but continue from
     ``meta.next_cursor``). ``parameters`` are the query parameters the endpoint reads.
+    ``date_field``: the first date column of the row order (a frame's date index), if any.
     """
 
     name: str
@@ -45,6 +46,7 @@ class EndpointInfo:
     key: Literal["required", "optional", "never"]
     parameters: tuple[str, ...] = ()
     feed: str | None = None
+    date_field: str | None = None
 
     @property
     def field_types(self) -> dict[str, Field]:
@@ -71,6 +73,17 @@ def _matches(template: list[str], segments: list[str]) -> bool:
         return False
     tail = segments[len(segments) - len(template) :]
     return all(t.startswith("{") or t == s for t, s in zip(template, tail, strict=True))
+
+
+def path_values(endpoint: EndpointInfo, path: str) -> dict[str, str]:
+    """The values a path gives the endpoint's placeholders (``{"tickers": "AAPL,MSFT"}`` of
+    ``/v1/prices/AAPL,MSFT``); empty when none of its paths fits."""
+    segments = _segments(urlsplit(path).path)
+    for template in sorted(map(_segments, endpoint.paths), key=len, reverse=True):
+        if _matches(template, segments):
+            tail = segments[len(segments) - len(template) :]
+            return {t[1:-1]: s for t, s in zip(template, tail, strict=True) if t.startswith("{")}
+    return {}
 
 
 def endpoint_for_path(path: str) -> EndpointInfo:

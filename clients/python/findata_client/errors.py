@@ -6,6 +6,10 @@ Every error response raises (spec, "Client behaviour"). The class is chosen by t
 ``FindataError`` whose ``code`` is None. A network failure that outlasts the retries raises
 ``FindataConnectionError``, which no response stands behind.
 
+An error that stops a result's paging after its first page keeps what was fetched before it:
+``error.rows`` (a ``RowList``, empty otherwise); a note (``add_note``) says what to do about a
+page limit or a 504.
+
 The generated classes are importable from here (``from findata_client.errors import
 NotFoundError``); they are read from the generated module on first use, since that module
 subclasses ``FindataError`` from this one.
@@ -19,6 +23,8 @@ import re
 from collections.abc import Mapping
 from functools import cache
 from typing import TYPE_CHECKING, Any, ClassVar
+
+from findata_client.fetched import RowList
 
 if TYPE_CHECKING:
     import httpx
@@ -56,10 +62,13 @@ class FindataError(Exception):
             **_detail_values(code, detail),
             **{k: v for k, v in self.body.items() if k not in _COMMON_FIELDS},
         }
+        self.rows = RowList()
 
     def __reduce__(self) -> tuple[Any, ...]:
-        # rebuilt from its parts (the default would call __init__ with the message alone)
-        return type(self), (self.status, self.code, self.detail, self.body, self.headers)
+        # rebuilt from its parts (the default would call __init__ with the message alone),
+        # then its attributes (rows, notes) restored
+        args = (self.status, self.code, self.detail, self.body, self.headers)
+        return type(self), args, self.__dict__
 
     @property
     def message(self) -> str | None:
@@ -96,14 +105,16 @@ class FindataError(Exception):
 
 
 class FindataConnectionError(Exception):
-    """The service could not be reached, or did not answer in time, on every attempt."""
+    """The service could not be reached, or did not answer in time, on every attempt;
+    ``rows``: the rows a result fetched before this stopped its paging."""
 
     def __init__(self, message: str, attempts: int) -> None:
         super().__init__(message)
         self.attempts = attempts
+        self.rows = RowList()
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return type(self), (str(self), self.attempts)
+        return type(self), (str(self), self.attempts), self.__dict__
 
 
 def __getattr__(name: str) -> Any:

@@ -14,7 +14,8 @@ VARCHAR     string                string
 (none)      inferred              inferred (nested values as objects)
 =========== ===================== ==================================================
 
-Columns are those of the rows, in the first row's order; with no rows, the endpoint's fields.
+Columns are those of the rows, in the first row's order; with no rows, the endpoint's fields. A
+date-indexed frame has the endpoint's date column as its index.
 pandas and pyarrow are imported only here, when a table is asked for (optional extras).
 """
 
@@ -87,8 +88,11 @@ def _arrow_array(values: list[Any], duck_type: str | None) -> pyarrow.Array:
         return pa.array([_text(v) for v in values], pa.string())
 
 
-def to_pandas(rows: Sequence[Row], fields: Sequence[Field]) -> pandas.DataFrame:
-    """The rows as a pandas DataFrame."""
+def to_pandas(
+    rows: Sequence[Row], fields: Sequence[Field], date_index: str | None = None
+) -> pandas.DataFrame:
+    """The rows as a pandas DataFrame; with ``date_index``, indexed by that date column (a
+    ``DatetimeIndex``, the rows kept in their order)."""
     import pandas as pd
 
     by_name = {f.name: f for f in fields}
@@ -96,7 +100,8 @@ def to_pandas(rows: Sequence[Row], fields: Sequence[Field]) -> pandas.DataFrame:
     data = {
         name: _pandas_series([row.get(name) for row in rows], by_name.get(name)) for name in columns
     }
-    return pd.DataFrame(data, columns=columns)
+    frame = pd.DataFrame(data, columns=columns)
+    return frame.set_index(date_index) if date_index else frame
 
 
 def _pandas_series(values: list[Any], field: Field | None) -> pandas.Series:

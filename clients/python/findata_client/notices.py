@@ -24,6 +24,11 @@ class OutdatedClientWarning(FindataWarning):
     """The service recommends a newer findata-python (``X-Service-Client-Update: true``)."""
 
 
+class PartialResultWarning(FindataWarning):
+    """A result asked for with ``allow_partial=True`` holds only the rows fetched before the
+    plan's page limit stopped its paging."""
+
+
 def _stacklevel() -> int:
     """The stacklevel of the first frame outside this package, so a warning names the user's
     line (``warnings.warn``'s ``skip_file_prefixes`` needs Python 3.12)."""
@@ -45,6 +50,11 @@ def warn_body_warnings(texts: Iterable[str], seen: set[str]) -> list[str]:
             fresh.append(text)
             warnings.warn(text, FindataWarning, stacklevel=_stacklevel())
     return fresh
+
+
+def warn_partial_result(text: str) -> None:
+    """Warn that a result holds only part of its rows."""
+    warnings.warn(text, PartialResultWarning, stacklevel=_stacklevel())
 
 
 def note_client_notice(headers: Mapping[str, str]) -> None:

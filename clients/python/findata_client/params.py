@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Mapping, Sequence
 from typing import Any
-from urllib.parse import parse_qsl, quote, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 #: a date parameter: a ``datetime.date`` or its ``YYYY-MM-DD`` text
 DateLike = dt.date | str
@@ -14,6 +14,8 @@ DateLike = dt.date | str
 Names = str | Sequence[str]
 #: a comma list of ids: one id, its text (``"1,2"``) or a sequence of them
 Ids = int | str | Sequence[int | str]
+#: the query parameter the service also reads a key from: its value is never shown
+KEY_PARAMETER = "api_key"
 
 
 def encode_value(value: Any) -> str | None:
@@ -61,3 +63,10 @@ def fill_path(templates: Sequence[str], values: Mapping[str, Any]) -> str:
     raise TypeError(
         f"no path of {list(templates)} takes exactly {sorted(present) or 'no path values'}"
     )
+
+
+def shown_request(path: str, query: Mapping[str, str]) -> str:
+    """A request as logs and printed results show it: its path and query, a key's value
+    hidden."""
+    shown = {name: "***" if name == KEY_PARAMETER else value for name, value in query.items()}
+    return f"{path}?{urlencode(shown, safe=',*')}" if shown else path

@@ -1,17 +1,23 @@
-"""When to send a request again, and after how long (spec, "Client behaviour").
+"""When to send a request again, and after how long: the spec's recommended retry ("Client
+behaviour": "on 429 with `retry_after_seconds`, wait that long; on `hourly_usage_limit` wait to
+the next UTC clock hour; on `row_limit_exceeded` and `asof_limit_exceeded` wait to 00:00 UTC; on
+500, 502, 503, 504 retry a few times with growing waits (narrow the request first on 504); do
+not retry other 4xx").
 
-- 502, 503 and 504, network timeouts and connection failures: up to ``max_attempts`` attempts
+- 500, 502 and 503, network timeouts and connection failures: up to ``max_attempts`` attempts
   in all (3 by default), waiting ``0.5 s x 2^n x jitter`` between them, the jitter in [1, 1.5)
   so that waits grow and clients that failed together do not retry together.
-- Every 4xx, 429 included, raises at once; so does 500 (the spec's list of retried statuses
-  is 502, 503 and 504).
+- 504: never sent again unchanged ("narrow the request first"): the client cannot narrow a
+  request without changing what it asks for, so the error raises at once, with a note saying
+  how to narrow it (the error table's fix: "narrow the date range or ticker list").
+- Every other 4xx, 429 included, raises at once.
 - Opt-in (``wait_on_rate_limit``): a 429 is waited out as the spec recommends, then sent
   again: ``retry_after_seconds`` when the body gives it, to the next UTC clock hour on
   ``hourly_usage_limit``, to 00:00 UTC on ``row_limit_exceeded`` and ``asof_limit_exceeded``.
   A 429 with none of these (``temporarily_blocked``) raises.
 
-The decisions are pure: a ``Retrier`` is told each outcome and answers how long to wait before
-the next attempt, or raises; the sync and async transports only send and sleep.
+The decisions are pure: a ``Retrier`` is told each outcome and answers the wait before the next
+attempt and why, or raises; the sync and async transports only send, log and sleep.
 """
 
 from __future__ import annotations
@@ -25,7 +31,9 @@ import httpx
 
 from findata_client.errors import FindataConnectionError, FindataError
 
-RETRIED_STATUSES = frozenset({502, 503, 504})
+RETRIED_STATUSES = frozenset({500, 502, 503})
+#: statuses the spec says to narrow before sending again: raised, never resent unchanged
+NARROW_FIRST = frozenset({504})
 FIRST_WAIT = 0.5
 #: how many times one request may wait out a 429 (the server's answer after the wait should
 #: be a success; a few more allow for clocks that disagree by a second)
@@ -52,21 +60,35 @@ def is_transient(exc: Exception) -> bool:
     return isinstance(exc, httpx.TimeoutException | httpx.NetworkError | httpx.RemoteProtocolError)
 
 
-def rate_limit_wait(error: FindataError, now: dt.datetime) -> float | None:
+@dataclass(frozen=True)
+class Wait:
+    """How long to wait before the next attempt, and why (for the log)."""
+
+    seconds: float
+    reason: str
+
+
+def _refusal(error: FindataError) -> str:
+    return f"{error.status} {error.code}" if error.code else f"{error.status} (not the API's body)"
+
+
+def rate_limit_wait(error: FindataError, now: dt.datetime) -> Wait | None:
     """The spec's recommended wait before sending a 429-refused request again; None when the
     refusal is not one to wait out."""
     if error.status != 429:
         return None
     if error.retry_after_seconds is not None:
-        return float(error.retry_after_seconds)
+        return Wait(float(error.retry_after_seconds), f"{_refusal(error)}: retry_after_seconds")
     now = now.astimezone(dt.UTC)
     if error.code in WAIT_TO_NEXT_HOUR:
         boundary = now.replace(minute=0, second=0, microsecond=0) + dt.timedelta(hours=1)
+        until = "the next UTC clock hour"
     elif error.code in WAIT_TO_MIDNIGHT:
         boundary = dt.datetime.combine(now.date() + dt.timedelta(days=1), dt.time(), dt.UTC)
+        until = "00:00 UTC"
     else:
         return None
-    return (boundary - now).total_seconds()
+    return Wait((boundary - now).total_seconds(), f"{_refusal(error)}: waiting to {until}")
 
 
 @dataclass(frozen=True)
@@ -92,7 +114,7 @@ class Retrier:
     attempts: int = 0
     rate_limit_waits: int = 0
 
-    def failed(self, exc: Exception) -> float:
+    def failed(self, exc: Exception) -> Wait:
         """The send raised: the wait before trying again, or raise (a connection error once
         the attempts are used up; anything not transient as it is)."""
         self.attempts += 1
@@ -103,13 +125,13 @@ class Retrier:
                 f"no answer after {self.attempts} attempt(s): {type(exc).__name__}: {exc}",
                 self.attempts,
             ) from exc
-        return backoff_wait(self.attempts, self.policy.jitter)
+        return self._backoff(f"{type(exc).__name__} (no answer)")
 
-    def refused(self, error: FindataError) -> float:
+    def refused(self, error: FindataError) -> Wait:
         """An error response: the wait before trying again, or raise it."""
         self.attempts += 1
         if error.status in RETRIED_STATUSES and self.attempts < self.policy.max_attempts:
-            return backoff_wait(self.attempts, self.policy.jitter)
+            return self._backoff(_refusal(error))
         if self.policy.wait_on_rate_limit and self.rate_limit_waits < RATE_LIMIT_WAITS:
             wait = rate_limit_wait(error, self.policy.clock())
             if wait is not None:
@@ -118,3 +140,7 @@ class Retrier:
                 self.attempts = 0
                 return wait
         raise error
+
+    def _backoff(self, cause: str) -> Wait:
+        seconds = backoff_wait(self.attempts, self.policy.jitter)
+        return Wait(seconds, f"{cause}, attempt {self.attempts} of {self.policy.max_attempts}")

@@ -2,13 +2,16 @@
 ``findata_client.retry``, the outdated-client notice, and the JSON body of the answer.
 
 ``Transport`` (httpx.Client) and ``AsyncTransport`` (httpx.AsyncClient) differ only in how
-they send and sleep; every decision is shared (``Retrier``, ``_Target``).
+they send and sleep; every decision is shared (``Retrier``, ``_Target``). Each wait before
+sending a request again is logged (logger ``findata_client.transport``, WARNING) with its
+reason; the key is never logged (it travels in a header, and only the path is logged).
 """
 
 from __future__ import annotations
 
 import inspect
 import json
+import logging
 import os
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -20,9 +23,12 @@ import httpx
 
 from findata_client._version import __version__
 from findata_client.errors import FindataError, error_from_response
+from findata_client.narrowing import timeout_note
 from findata_client.notices import note_client_notice
 from findata_client.params import encode_params, split_target
-from findata_client.retry import Retrier, RetryPolicy
+from findata_client.retry import NARROW_FIRST, Retrier, RetryPolicy, Wait
+
+log = logging.getLogger(__name__)
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8000"
 USER_AGENT = f"findata-python/{__version__}"
@@ -67,6 +73,16 @@ class _Target:
     params: dict[str, str]
     headers: dict[str, str]
 
+    @property
+    def path(self) -> str:
+        """The URL's path, as logs and notes name the request."""
+        return urlsplit(self.url).path
+
+    def waiting(self, wait: Wait) -> float:
+        """Log a wait before sending this request again; its seconds."""
+        log.warning("GET %s: %s; sending it again in %.2f s", self.path, wait.reason, wait.seconds)
+        return wait.seconds
+
 
 def _origin(url: str) -> tuple[str, str]:
     parts = urlsplit(url)
@@ -86,12 +102,15 @@ def _body(response: httpx.Response) -> dict[str, Any]:
     return body
 
 
-def _outcome(retrier: Retrier, response: httpx.Response) -> dict[str, Any] | float:
+def _outcome(retrier: Retrier, target: _Target, response: httpx.Response) -> dict[str, Any] | Wait:
     """An answer's body, or the wait before the next attempt (raises when there is none)."""
     note_client_notice(response.headers)
     if response.is_success:
         return _body(response)
-    return retrier.refused(error_from_response(response))
+    error = error_from_response(response)
+    if error.status in NARROW_FIRST:
+        error.add_note(timeout_note(target.path, target.params))
+    return retrier.refused(error)
 
 
 class Transport:
@@ -125,11 +144,11 @@ class Transport:
             except httpx.HTTPError as exc:
                 wait = retrier.failed(exc)
             else:
-                outcome = _outcome(retrier, response)
+                outcome = _outcome(retrier, target, response)
                 if isinstance(outcome, dict):
                     return outcome
                 wait = outcome
-            self._sleep(wait)
+            self._sleep(target.waiting(wait))
 
     def close(self) -> None:
         """Close the HTTP client if it is ours."""
@@ -171,11 +190,11 @@ class AsyncTransport:
             except httpx.HTTPError as exc:
                 wait = retrier.failed(exc)
             else:
-                outcome = _outcome(retrier, response)
+                outcome = _outcome(retrier, target, response)
                 if isinstance(outcome, dict):
                     return outcome
                 wait = outcome
-            await self._pause(wait)
+            await self._pause(target.waiting(wait))
 
     async def _pause(self, seconds: float) -> None:
         if self._sleep is None:
