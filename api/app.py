@@ -23,6 +23,7 @@ from findata.accounts.store import AccountStore
 from findata.api.auth import authenticate, read_key
 from findata.api.cache import response_cache
 from findata.api.client_notices import NOTICED_ERRORS, notice_headers
+from findata.api.cut_requests import AnswerCutRequests
 from findata.api.dashboard.errors import dashboard_error_page
 from findata.api.dashboard.mount import mount_dashboard
 from findata.api.data_requests import Serving
@@ -136,6 +137,7 @@ def create_app(
     app.add_exception_handler(ApiError, _api_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(HTTPException, _http_exception)
+    app.add_middleware(AnswerCutRequests)  # inside the front door: its 503 is counted and logged
     app.add_middleware(FrontDoor, metrics=app.state.metrics, request_log=settings.request_log)
 
     add_contract_routes(app.router)

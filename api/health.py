@@ -3,16 +3,19 @@
 
 ``/healthz``: the process answers (no I/O). ``/readyz``: the parts a request needs answer: the
 control plane, the current published version (its file and parts open), the shared cache when
-one is set; otherwise 503 naming each failing part (the reasons go to the log). Each check has
-``CHECK_SECONDS`` to answer, so that an unreachable host cannot hold the probe.
+one is set; otherwise 503 naming each failing part (the reasons go to the log). The checks run
+at the same time, each on a thread of its own, and each has ``CHECK_SECONDS`` to answer: the
+probe answers within that however many parts hang (a load balancer's probe often gives up after
+1 s). A check that hangs keeps its thread until its dependency answers or fails; the probes
+meanwhile wait on that same check instead of starting another, so hung checks do not pile up.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as CheckTimedOut
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -25,10 +28,13 @@ from findata.published import current_catalog, version_part_files
 
 log = logging.getLogger("findata.api.health")
 
-CHECK_SECONDS = 3.0
+CHECK_SECONDS = 0.8
 
 #: the checks run beside the request's thread (each waited for at most CHECK_SECONDS)
-_checks = ThreadPoolExecutor(4, thread_name_prefix="readyz")
+_checks = ThreadPoolExecutor(8, thread_name_prefix="readyz")
+#: the check of each (app, part) last started: a probe waits on it while it still runs
+_started: dict[tuple[int, str], Future[None]] = {}
+_started_lock = threading.Lock()
 
 
 async def healthz(_request: Request) -> JSONResponse:
@@ -45,20 +51,29 @@ def readyz(request: Request) -> JSONResponse:
     }
     if state.settings.cache_url:
         checks["cache"] = lambda: check_cache(state.cache)
-    running = {part: _checks.submit(check) for part, check in checks.items()}
+    running = {part: _start(id(request.app), part, check) for part, check in checks.items()}
+    wait(running.values(), timeout=CHECK_SECONDS)
     failing: dict[str, str] = {}
     for part, future in running.items():
-        try:
-            future.result(timeout=CHECK_SECONDS)
-        except CheckTimedOut:
+        if not future.done():
             failing[part] = f"no answer within {CHECK_SECONDS:g} s"
-        except Exception as error:  # any failure makes the part not ready; the reason is shown
+        elif (error := future.exception()) is not None:
+            # any failure makes the part not ready; the reason goes to the log
             failing[part] = _reason(error)
     if failing:
         # the reasons go to the log only: they may name hosts, which a public probe must not
         log.warning("not ready: %s", "; ".join(f"{p}: {r}" for p, r in sorted(failing.items())))
         return JSONResponse({"status": "unavailable", "failing": sorted(failing)}, status_code=503)
     return JSONResponse({"status": "ready", "checked": sorted(checks)})
+
+
+def _start(app: int, part: str, check: Callable[[], None]) -> Future[None]:
+    """The check of ``part``: the one still running since an earlier probe, or a new one."""
+    with _started_lock:
+        future = _started.get((app, part))
+        if future is None or future.done():
+            future = _started[(app, part)] = _checks.submit(check)
+        return future
 
 
 def check_control_plane(engine: sa.Engine) -> None:
@@ -90,7 +105,7 @@ def check_cache(cache: ResponseCache) -> None:
     cache.check()
 
 
-def _reason(error: Exception) -> str:
+def _reason(error: BaseException) -> str:
     """A failure in one line, without a URL's password (a database error may quote its URL)."""
     text = str(error).splitlines()[0] if str(error) else type(error).__name__
     return f"{type(error).__name__}: {text}"[:300]

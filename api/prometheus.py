@@ -11,7 +11,20 @@ Counted where it happens: requests by route template, method and status with the
 (``api/front_door.py``), quota refusals by reason (``api/quotas.py``), response-cache hits and
 misses (``api/data_requests.py``). Read at scrape time, from the control plane, so that they
 cover every worker and host: the age of the current published version (data freshness), webhook
-deliveries by status, and the delivery queue's depth and oldest due age.
+deliveries by status, and the delivery queue's depth and oldest due age. Read at scrape time
+from the Dagster instance (``orchestration/refresh_history.py``), where every refresh run is
+recorded whichever process ran it: the last successful refresh's end and duration, and the
+failed refreshes.
+
+Process metrics: prometheus-client's ``ProcessCollector`` reads ``/proc`` of one process, and
+in multiprocess mode nothing of it is shared, so the worker that answers reads it for every
+process of the server: itself, the other live workers (each worker marks itself in the
+``findata_api_worker`` gauge, kept per pid by the multiprocess folder, gone when it exits) and
+the supervisor (``findata serve --workers N``'s parent process, where the delivery worker and
+account jobs run). Each series carries a ``pid`` label: memory and CPU are per process, and
+added up they would hide a worker that grows. ``python_info`` and ``findata_build_info`` are
+the same in every process: one series. (``python_gc_*``, which the library reads from its own
+process only, is not exported by ``findata serve``.)
 
 No label holds a key, an address, a ticker or a query string: routes are templates
 (``/v1/prices/{tickers}``), the other labels come from short fixed lists.
@@ -21,8 +34,10 @@ from __future__ import annotations
 
 import datetime as dt
 import hmac
+import importlib.metadata
 import ipaddress
 import logging
+import multiprocessing
 import os
 from collections.abc import Iterable, Iterator
 
@@ -32,18 +47,28 @@ from prometheus_client import (
     REGISTRY,
     CollectorRegistry,
     Counter,
+    Gauge,
     Histogram,
+    PlatformCollector,
+    ProcessCollector,
     generate_latest,
     multiprocess,
 )
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    InfoMetricFamily,
+    Metric,
+)
 from prometheus_client.registry import Collector
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
 from findata.clock import Clock
+from findata.orchestration.refresh_history import RefreshRuns
 from findata.published import current_version
+from findata.settings import Settings
 from findata.webhooks.tables import webhook_deliveries
 
 log = logging.getLogger("findata.api.metrics")
@@ -74,6 +99,13 @@ CACHE_LOOKUPS = Counter(
     "Response-cache lookups of data requests, by result (hit or miss).",
     ["result"],
 )
+#: 1 per live worker: its pid label is how the worker answering a scrape finds the others
+LIVE_WORKER = Gauge(
+    "findata_api_worker",
+    "1 for each API worker process serving, by pid.",
+    multiprocess_mode="liveall",
+)
+WORKER_METRIC = "findata_api_worker"
 
 
 class ApiMetrics:
@@ -89,6 +121,14 @@ class ApiMetrics:
         # made at the first lookup: a worker's files in the multiprocess folder appear when it
         # first counts (the metrics test tells the workers that counted by them)
         self._cache_lookups: dict[bool, Counter] = {}
+        self._refresh_runs: RefreshRuns | None = None
+        LIVE_WORKER.set(1)
+
+    def refresh_runs(self, settings: Settings) -> RefreshRuns:
+        """The reader of the refresh runs (made at the first scrape, then kept)."""
+        if self._refresh_runs is None:
+            self._refresh_runs = RefreshRuns(settings)
+        return self._refresh_runs
 
     def request_answered(self, route: str, method: str, status: int, seconds: float) -> None:
         """One answered request."""
@@ -166,22 +206,108 @@ class ControlPlaneCollector(Collector):
         yield from (freshness, by_status, depth, oldest)
 
 
+class RefreshCollector(Collector):
+    """The refresh runs on record in the Dagster instance, read when scraped."""
+
+    def __init__(self, runs: RefreshRuns) -> None:
+        self.runs = runs
+
+    def collect(self) -> Iterator[Metric]:
+        try:
+            history = self.runs.read()
+        except Exception:  # the rest of the scrape is still worth answering
+            log.warning("the refresh runs could not be read", exc_info=True)
+            return
+        if history.last_success_end is not None:
+            yield GaugeMetricFamily(
+                "findata_refresh_last_success_timestamp_seconds",
+                "When the newest successful refresh run ended (Unix time; absent before the "
+                "first).",
+                value=history.last_success_end,
+            )
+        if history.last_success_seconds is not None:
+            yield GaugeMetricFamily(
+                "findata_refresh_last_success_duration_seconds",
+                "How long the newest successful refresh run took, start to end.",
+                value=history.last_success_seconds,
+            )
+        yield CounterMetricFamily(
+            "findata_refresh_failures",
+            "Refresh runs that failed (nothing of them was published).",
+            value=history.failures,
+        )
+        if history.last_failure_end is not None:
+            yield GaugeMetricFamily(
+                "findata_refresh_last_failure_timestamp_seconds",
+                "When the newest failed refresh run ended (Unix time; absent before the first).",
+                value=history.last_failure_end,
+            )
+
+
+class ServerProcesses(Collector):
+    """The multiprocess folder's metrics, then ``process_*`` of every live process of the
+    server, each series labelled with its ``pid`` (see the module's docstring)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def collect(self) -> Iterator[Metric]:
+        workers: set[int] = set()
+        for family in multiprocess.MultiProcessCollector(None, self.path).collect():
+            if family.name == WORKER_METRIC:
+                # a worker killed outright leaves its mark behind: only the live ones count
+                family.samples = [s for s in family.samples if _alive(int(s.labels["pid"]))]
+                workers = {int(s.labels["pid"]) for s in family.samples}
+            yield family
+        supervisor = multiprocessing.parent_process()
+        pids = sorted(workers | {os.getpid()} | ({supervisor.pid} if supervisor else set()))
+        yield from process_metrics([pid for pid in pids if pid is not None])
+
+
+def process_metrics(pids: list[int]) -> Iterator[Metric]:
+    """``ProcessCollector``'s metrics of each of ``pids``, one family each, a ``pid`` label on
+    every series."""
+    families: dict[str, Metric] = {}
+    for pid in pids:
+        for family in ProcessCollector(pid=lambda pid=pid: pid, registry=None).collect():
+            merged = families.setdefault(
+                family.name, Metric(family.name, family.documentation, family.type)
+            )
+            for sample in family.samples:
+                merged.add_sample(sample.name, {**sample.labels, "pid": str(pid)}, sample.value)
+    yield from families.values()
+
+
+class BuildInfo(Collector):
+    """``findata_build_info{version=...} 1``: the installed findata."""
+
+    def collect(self) -> Iterator[Metric]:
+        info = InfoMetricFamily("findata_build", "The findata version serving.")
+        info.add_metric([], {"version": importlib.metadata.version("findata")})
+        yield info
+
+
 class _ThisProcess(Collector):
-    """The process's own registry (no multiprocess folder: a test process)."""
+    """The process's own registry (no multiprocess folder: a test process): its counts,
+    ``process_*``, ``python_gc_*`` and ``python_info`` (the library's default collectors)."""
 
     def collect(self) -> Iterable[Metric]:
         return REGISTRY.collect()
 
 
-def metrics_exposition(engine: sa.Engine, clock: Clock) -> bytes:
-    """Every metric in Prometheus's text format: the workers' counts, then the control
-    plane's."""
+def metrics_exposition(engine: sa.Engine, clock: Clock, refresh_runs: RefreshRuns) -> bytes:
+    """Every metric in Prometheus's text format: the workers' counts and processes, the build,
+    then the control plane's and the refresh runs'."""
     registry = CollectorRegistry()
-    if os.environ.get(MULTIPROCESS_DIR_VARIABLE):
-        multiprocess.MultiProcessCollector(registry)
+    path = os.environ.get(MULTIPROCESS_DIR_VARIABLE)
+    if path:
+        registry.register(ServerProcesses(path))
+        PlatformCollector(registry)
     else:
         registry.register(_ThisProcess())
+    registry.register(BuildInfo())
     registry.register(ControlPlaneCollector(engine, clock))
+    registry.register(RefreshCollector(refresh_runs))
     return generate_latest(registry)
 
 
@@ -207,13 +333,27 @@ def metrics_route(request: Request) -> Response:
     state = request.app.state
     if state.metrics is None or not may_scrape(request, state.settings.metrics_token):
         raise HTTPException(404)
-    return Response(metrics_exposition(state.engine, state.clock), media_type=CONTENT_TYPE_LATEST)
+    exposition = metrics_exposition(
+        state.engine, state.clock, state.metrics.refresh_runs(state.settings)
+    )
+    return Response(exposition, media_type=CONTENT_TYPE_LATEST)
 
 
 def mark_worker_dead() -> None:
     """This worker's live gauges leave the multiprocess folder (on its way out)."""
     if os.environ.get(MULTIPROCESS_DIR_VARIABLE):
         multiprocess.mark_process_dead(os.getpid())
+
+
+def _alive(pid: int) -> bool:
+    """A process ``pid`` exists (signal 0 only asks)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's: it exists
+        return True
+    return True
 
 
 def _utc(moment: dt.datetime) -> dt.datetime:

@@ -4,10 +4,12 @@ One worker runs in this process; more run under a supervisor in this process (uv
 ``Multiprocess``, with its stop replaced). On the first SIGTERM or SIGINT (``GracefulStop``):
 the listening socket closes, the requests in flight finish, each worker's lifespan shutdown
 writes the usage it counted; past the grace period, or at a second signal, the workers are
-killed and the command ends at once. A worker takes its stop from the supervisor only (a
-terminal's Ctrl-C reaches the whole process group: the workers ignore SIGINT, and any number of
-SIGTERMs asks a worker for the same clean stop), so one signal to the group stops as cleanly as
-one to the supervisor.
+killed and the command ends at once. Half a second before the grace period ends each worker
+cuts the requests still running: they are answered 503 (``api/cut_requests.py``), the worker
+ends at once, and the command exits with the forced-stop status, not 0. A worker takes its
+stop from the supervisor only (a terminal's Ctrl-C reaches the whole process group: the workers
+ignore SIGINT, and any number of SIGTERMs asks a worker for the same clean stop), so one signal
+to the group stops as cleanly as one to the supervisor.
 
 Each run gets an empty prometheus-client multiprocess folder (``api/prometheus.py``), set in
 the environment before a worker (or this process's one worker) imports prometheus_client.
@@ -32,8 +34,9 @@ from types import FrameType
 from uvicorn import Config, Server
 from uvicorn.supervisors.multiprocess import Multiprocess, Process
 
+from findata.api.cut_requests import requests_were_cut
 from findata.logs import LogFormat, logging_config
-from findata.shutdown import GracefulStop
+from findata.shutdown import GracefulStop, exit_at_once
 
 APP_FACTORY = "findata.api.app:create_app"
 MULTIPROCESS_DIR_VARIABLE = "PROMETHEUS_MULTIPROC_DIR"  # api/prometheus.py reads it
@@ -70,6 +73,14 @@ class SupervisedProcess(Process):
         if self._server is None:
             self._server = SupervisedServer(config=self.config)
         return self._server
+
+    def target(self, sockets: list[socket] | None = None) -> None:
+        """The worker's run (in the worker process). One whose stop cut requests short ends at
+        once with the forced-stop status: the threads still running those requests are not
+        waited for, and the supervisor learns that the stop was not clean."""
+        super().target(sockets)
+        if requests_were_cut():
+            exit_at_once()
 
 
 class Supervisor(Multiprocess):
@@ -118,6 +129,11 @@ class Supervisor(Multiprocess):
         for process in self.processes:
             process.process.join()
 
+    @property
+    def stopped_cleanly(self) -> bool:
+        """Every worker ended by itself after finishing its requests (exit status 0)."""
+        return all(process.exitcode == 0 for process in self.processes)
+
 
 def serve_api(
     host: str,
@@ -125,9 +141,10 @@ def serve_api(
     workers: int,
     stop: GracefulStop,
     log_format: LogFormat,
-) -> None:
-    """Serve the API until ``stop`` is asked for and the workers have finished (returns), or
-    end the process when the stop is forced."""
+) -> bool:
+    """Serve the API until ``stop`` is asked for and the workers have finished, or end the
+    process when the stop is forced. True when every request in flight was answered in full;
+    False when the stop cut some short (answered 503)."""
     metrics_dir = Path(tempfile.mkdtemp(prefix="findata-metrics-"))
     os.environ[MULTIPROCESS_DIR_VARIABLE] = str(metrics_dir)
     stop.on_force(lambda: shutil.rmtree(metrics_dir, ignore_errors=True))
@@ -150,15 +167,17 @@ def serve_api(
     )
     try:
         if workers > 1:
-            Supervisor(config, [config.bind_socket()], stop).run()
-        else:
-            config.load_app()
-            server = StoppableServer(config)
-            stop.on_stop(lambda: setattr(server, "should_exit", True))
-            stop.install()
-            server.run()
-            if not server.started and not stop.requested.is_set():
-                raise SystemExit(3)  # uvicorn's STARTUP_FAILURE: the port, the app
+            supervisor = Supervisor(config, [config.bind_socket()], stop)
+            supervisor.run()
+            return supervisor.stopped_cleanly
+        config.load_app()
+        server = StoppableServer(config)
+        stop.on_stop(lambda: setattr(server, "should_exit", True))
+        stop.install()
+        server.run()
+        if not server.started and not stop.requested.is_set():
+            raise SystemExit(3)  # uvicorn's STARTUP_FAILURE: the port, the app
+        return not requests_were_cut()
     finally:
         shutil.rmtree(metrics_dir, ignore_errors=True)
 

@@ -362,11 +362,13 @@ def _serve(host: str, port: int, workers: int | None, webhooks: bool) -> None:
     if webhooks:
         # one delivery worker beside the API in this process (others may run elsewhere)
         beside.append(_beside_the_api("webhook-worker", _delivery_worker().run, stop, settings))
-    serve_api(host, port, workers, stop, settings.log_format)
+    answered_all = serve_api(host, port, workers, stop, settings.log_format)
     # the API's workers are done: the work beside them finishes within what is left of the
     # grace period (a worker that stopped without a signal stops it too)
     stop.request("the API stopped")
     join_within(beside, stop.remaining())
+    if not answered_all:  # requests were cut short (answered 503): not a clean stop
+        stop.force("the grace period ran out with requests in flight")
     stop.finished()
 
 

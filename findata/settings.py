@@ -199,6 +199,13 @@ class Settings(BaseSettings):
         "demo while serving) takes no new work and lets what is in flight finish for at most "
         "this long, then stops what remains; a second signal stops it at once.",
     )
+    scheduled_refresh: bool = Field(
+        default=True,
+        description="The daily_refresh schedule and the new_landing_files sensor run as soon as "
+        "`findata ui`'s daemon starts (their default status in Dagster); false: they start "
+        "stopped, to be turned on in the UI. A status set in the UI is kept by the instance "
+        "and wins over this.",
+    )
     metrics_enabled: bool = Field(
         default=True,
         description="Count requests, quota refusals and cache hits for GET /metrics (off only "

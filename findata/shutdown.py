@@ -24,6 +24,14 @@ FORCED_EXIT_STATUS = 1
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
+def exit_at_once() -> None:
+    """End this process now with ``FORCED_EXIT_STATUS``, its log lines written first (no
+    other cleanup runs, and no thread still working is waited for)."""
+    for handler in logging.getLogger().handlers:
+        handler.flush()
+    os._exit(FORCED_EXIT_STATUS)
+
+
 class GracefulStop:
     """One command's stop: what the first signal starts, and what ends it at once."""
 
@@ -90,9 +98,7 @@ class GracefulStop:
                 step()
             except Exception:  # the next steps and the exit still happen
                 log.exception("%s: a forced stop step failed", self.command)
-        for handler in logging.getLogger().handlers:
-            handler.flush()
-        os._exit(FORCED_EXIT_STATUS)
+        exit_at_once()
 
     def _signalled(self, signum: int, _frame: FrameType | None) -> None:
         name = signal.Signals(signum).name

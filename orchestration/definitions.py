@@ -9,10 +9,19 @@ from findata.orchestration.assets.publishing import REFRESH_CRON, publish_versio
 from findata.orchestration.assets.raw import raw_tables
 from findata.orchestration.refresh_lock import REFRESH_LOCK, refresh_lock
 from findata.orchestration.sensors import build_landing_sensor
+from findata.settings import get_settings
 
 refresh_job = dg.define_asset_job(
     "refresh", selection=dg.AssetSelection.all(), description="Landing to a published version."
 )
+
+# the schedule and the sensor run unless the settings say not to (FINDATA_SCHEDULED_REFRESH):
+# the publish's freshness policy expects a refresh every weekday
+_scheduled = get_settings().scheduled_refresh
+_schedule_status = (
+    dg.DefaultScheduleStatus.RUNNING if _scheduled else dg.DefaultScheduleStatus.STOPPED
+)
+_sensor_status = dg.DefaultSensorStatus.RUNNING if _scheduled else dg.DefaultSensorStatus.STOPPED
 
 defs = dg.Definitions(
     assets=[build_inputs_gate, raw_tables, dbt_models, publish_version],
@@ -25,9 +34,10 @@ defs = dg.Definitions(
             cron_schedule=REFRESH_CRON,
             execution_timezone="UTC",
             name="daily_refresh",
+            default_status=_schedule_status,
         ),
     ],
-    sensors=[build_landing_sensor(refresh_job.name)],
+    sensors=[build_landing_sensor(refresh_job.name, _sensor_status)],
     resources={"dbt": dbt_resource, REFRESH_LOCK: refresh_lock},
     # one step at a time: every step writes or reads the one build warehouse (DuckDB allows a
     # single writer)

@@ -1,23 +1,33 @@
 """``/healthz`` and ``/readyz`` (issue 22): outside ``/v1/``, no key, no quota cost. ``/readyz``
 names the part that fails: the control plane (a PostgreSQL server stopped: its port closed),
 the published store (no version, or the version's files gone), the shared cache (a Redis port
-nobody listens on); ``/healthz`` answers 200 throughout."""
+nobody listens on); ``/healthz`` answers 200 throughout. A dependency that hangs (a PostgreSQL
+server frozen, a Redis address that accepts and never answers) does not hold ``/readyz``: it
+answers within its checks' time limit (issue 42)."""
 
 from __future__ import annotations
 
 import shutil
+import signal
+import socket
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
+import psutil
 
 from findata.api.app import create_app
+from findata.api.health import CHECK_SECONDS
 from findata.settings import Settings
 from tests.api.server import RunningApi, copy_published_home, free_port, serve, start_clock
-from tests.databases import private_postgres
+from tests.databases import PrivatePostgres, private_postgres
 
 REDIS_URL = "redis://127.0.0.1:6379/9"  # this suite's Redis database (never flushed here)
+#: what a probe may take at most against a hung dependency: the checks' time limit and room
+#: for a loaded 2-core machine (the dependency itself would hold a request indefinitely)
+ANSWER_BOUND = 3.0
 
 
 @contextmanager
@@ -103,3 +113,72 @@ def test_the_shared_cache_is_checked_when_one_is_set(published_home: Path, tmp_p
     assert healthz.status_code == 200
     assert readyz.status_code == 503
     assert readyz.json()["failing"] == ["cache"]
+
+
+@contextmanager
+def frozen(postgres: PrivatePostgres) -> Iterator[None]:
+    """Every process of the server stopped (SIGSTOP): connections are accepted by the kernel
+    and nothing answers, as a server that hangs; continued afterwards."""
+    postmaster = int((postgres.directory / "data" / "postmaster.pid").read_text().split()[0])
+    processes = [psutil.Process(postmaster), *psutil.Process(postmaster).children(recursive=True)]
+    for process in processes:
+        process.send_signal(signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        for process in processes:
+            process.send_signal(signal.SIGCONT)
+
+
+def timed_readyz(api: RunningApi) -> tuple[httpx.Response, float]:
+    with api.client() as client:
+        started = time.monotonic()
+        answer = client.get("/readyz", timeout=30)
+        return answer, time.monotonic() - started
+
+
+def test_readyz_answers_in_time_while_the_control_plane_hangs(
+    published_home: Path, tmp_path: Path
+) -> None:
+    with private_postgres() as postgres:
+        settings = copy_published_home(published_home, tmp_path / "home", postgres.url)
+        with served(settings) as api:
+            assert probe(api)[1].status_code == 200
+            with frozen(postgres):
+                for _ in range(3):  # each probe, not only the first: hung checks do not pile up
+                    readyz, seconds = timed_readyz(api)
+                    assert readyz.status_code == 503
+                    # the current version is read from the control plane: it hangs as well
+                    assert readyz.json() == {
+                        "status": "unavailable",
+                        "failing": ["control_plane", "published"],
+                    }
+                    assert CHECK_SECONDS <= seconds < ANSWER_BOUND
+                assert probe(api)[0].status_code == 200
+            deadline = time.monotonic() + 30
+            while probe(api)[1].status_code != 200:  # ready again once the server answers
+                assert time.monotonic() < deadline
+                time.sleep(0.2)
+
+
+@contextmanager
+def silent_listener() -> Iterator[int]:
+    """A loopback port whose connections are accepted and never answered."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(16)  # the kernel accepts up to the backlog; nothing reads
+        yield listener.getsockname()[1]
+
+
+def test_readyz_answers_in_time_while_the_shared_cache_hangs(
+    published_home: Path, tmp_path: Path
+) -> None:
+    home = copy_published_home(published_home, tmp_path / "home", None).home
+    with silent_listener() as port:
+        hanging = f"redis://127.0.0.1:{port}/9"
+        with served(Settings(home=home, cache_url=hanging)) as api:
+            for _ in range(2):
+                readyz, seconds = timed_readyz(api)
+                assert readyz.status_code == 503
+                assert readyz.json() == {"status": "unavailable", "failing": ["cache"]}
+                assert seconds < ANSWER_BOUND

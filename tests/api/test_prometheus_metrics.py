@@ -2,20 +2,28 @@
 sent over several connections at once, the exposition parsed with ``prometheus_client.parser``
 counts exactly the requests sent, by status, added up over both workers; quota refusals, cache
 lookups, data freshness and the webhook queue are there; no label holds a key, an address, a
-ticker or a query string; a client not on loopback gets 404 unless it sends the token."""
+ticker or a query string; a client not on loopback gets 404 unless it sends the token.
+
+Issue 42: the same server shows ``process_*`` of each of its processes (a ``pid`` label each),
+``python_info`` and ``findata_build_info``, and the refresh runs on record (the last success, its
+duration, the failures) once refreshes ran in another process; no label is a request id."""
 
 from __future__ import annotations
 
 import datetime as dt
+import importlib.metadata
 import re
+import shutil
 import signal
 import time
+import uuid
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
 import psutil
+import pytest
 import sqlalchemy as sa
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
@@ -23,7 +31,9 @@ from prometheus_client.samples import Sample
 from findata.accounts.store import AccountStore
 from findata.clock import SystemClock
 from findata.control_plane.database import engine_for
+from findata.orchestration.refresh import run_refresh
 from findata.published import current_version_at
+from findata.settings import get_settings
 from findata.webhooks.tables import webhook_attempts, webhook_deliveries
 from tests.api.server import copy_published_home, free_port
 from tests.findata.stopping import command_env, command_group, wait_answering
@@ -31,6 +41,16 @@ from tests.findata.stopping import command_env, command_group, wait_answering
 TOKEN = "scrape-token-for-tests"
 UNKNOWN_TICKER = "ZZZQX"
 IP_ADDRESS = re.compile(r"\d{1,3}(\.\d{1,3}){3}|::1|[0-9a-f]*:[0-9a-f]*:[0-9a-f:]*", re.I)
+#: what a request id looks like: a UUID, or a long run of hexadecimal digits
+REQUEST_ID = re.compile(r"[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}|[0-9a-f]{16,}", re.I)
+PROCESS_METRICS = (
+    "process_resident_memory_bytes",
+    "process_virtual_memory_bytes",
+    "process_cpu_seconds_total",
+    "process_start_time_seconds",
+    "process_open_fds",
+    "process_max_fds",
+)
 
 
 def scrape(url: str, **headers: str) -> list[Sample]:
@@ -188,5 +208,91 @@ def test_metrics_off_answers_404(published_home: Path, tmp_path: Path) -> None:
     with (tmp_path / "serve.log").open("wb") as output, command_group(args, env, output) as process:
         wait_answering(f"{url}/healthz", process)
         assert httpx.get(f"{url}/metrics").status_code == 404
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=30) == 0
+
+
+def live_workers(samples: list[Sample]) -> set[int]:
+    return {int(s.labels["pid"]) for s in samples if s.name == "findata_api_worker"}
+
+
+def test_two_workers_show_their_processes_the_build_and_the_refresh_runs(
+    published_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    # landing and the build as published (a refresh finds nothing changed); no run on record
+    shutil.copytree(published_home, home, ignore=shutil.ignore_patterns("dagster"))
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    args = ["serve", "--port", str(port), "--workers", "2"]
+    request_id = str(uuid.uuid4())
+    with (
+        (tmp_path / "serve.log").open("wb") as output,
+        command_group(args, command_env(home, 10), output) as process,
+    ):
+        wait_answering(f"{url}/healthz", process)
+        # requests carrying a request id of their own, on new connections (both workers)
+        sent_ids = {request_id}
+        for _ in range(12):
+            answer = httpx.get(f"{url}/v1/status", headers={"X-Request-ID": request_id})
+            assert answer.status_code == 200
+            sent_ids |= {v for k, v in answer.headers.items() if "request" in k.lower()}
+        deadline = time.monotonic() + 60
+        while len(workers := live_workers(samples := scrape(url))) < 2:
+            assert time.monotonic() < deadline, workers
+            time.sleep(0.2)
+
+        # process_*: the supervisor and each live worker, one series each, real values
+        supervisor = psutil.Process(process.pid)
+        assert workers <= {child.pid for child in supervisor.children()} and len(workers) == 2
+        for name in PROCESS_METRICS:
+            pids = {int(dict(labels)["pid"]) for labels in values(samples, name)}
+            assert pids == workers | {process.pid}, name
+        for labels, started in values(samples, "process_start_time_seconds").items():
+            assert abs(started - psutil.Process(int(dict(labels)["pid"])).create_time()) < 2
+        for labels, resident in values(samples, "process_resident_memory_bytes").items():
+            assert resident > 10 * 2**20, labels  # a Python process with the API loaded
+        assert len(values(samples, "python_info")) == 1
+        version = importlib.metadata.version("findata")
+        assert values(samples, "findata_build_info") == {(("version", version),): 1.0}
+
+        # refreshes run by another process: the API reads them from the Dagster instance
+        assert values(samples, "findata_refresh_failures_total") == {(): 0.0}
+        assert not values(samples, "findata_refresh_last_success_timestamp_seconds")
+        monkeypatch.setenv("FINDATA_HOME", str(home))
+        monkeypatch.setenv("DAGSTER_HOME", str(home / "dagster"))
+        before = time.time()
+        # as the schedule's run: it starts, finds nothing changed, stops at its first step
+        succeeded = run_refresh(get_settings(), run_when_unchanged=True)
+        after = time.time()
+        assert succeeded.success and succeeded.run_id and succeeded.unchanged_since, succeeded
+        samples = scrape(url)
+        (ended,) = values(samples, "findata_refresh_last_success_timestamp_seconds").values()
+        (took,) = values(samples, "findata_refresh_last_success_duration_seconds").values()
+        assert before < ended < after and 0 < took < after - before
+        assert values(samples, "findata_refresh_failures_total") == {(): 0.0}
+
+        # a refresh that fails: a malformed prices file stops its raw step
+        broken = home / "landing" / "prices" / "prices_broken.csv"
+        broken.write_text("not,the,prices,header\n1,2,3,4\n")
+        before = time.time()
+        failed = run_refresh(get_settings())
+        after = time.time()
+        assert not failed.success and failed.run_id, failed
+        for _ in range(2):  # whichever worker answers
+            samples = scrape(url)
+            assert values(samples, "findata_refresh_failures_total") == {(): 1.0}
+            (failed_at,) = values(
+                samples, "findata_refresh_last_failure_timestamp_seconds"
+            ).values()
+            assert before < failed_at < after
+            assert values(samples, "findata_refresh_last_success_timestamp_seconds") == {(): ended}
+
+        # no label is a request id, by name or by value
+        text = httpx.get(f"{url}/metrics", timeout=30).text
+        assert not [sent for sent in sent_ids if sent in text]
+        for sample in samples:
+            for name, value in sample.labels.items():
+                assert "request" not in name and not REQUEST_ID.search(value), sample
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=30) == 0

@@ -1,7 +1,9 @@
 """Clean stops (issue 22): ``findata serve`` and ``findata demo`` while serving, each started in a
 process group of its own, get SIGTERM or SIGINT with a request in flight: that request is
 answered 200, no new connection is taken, every process of the group is gone within the grace
-period, the port is free and the exit status is 0. A second signal stops at once.
+period, the port is free and the exit status is 0. A second signal stops at once. A request
+still running when the grace period ends is answered 503 and logged so, and the exit status
+is the forced stop's (issue 42).
 
 The request in flight is a real slow one: a Pro account at the last request of its day waits
 2 s before its answer (the plans' ``daily_requests`` slow-down), its usage written beforehand
@@ -10,6 +12,7 @@ to the control plane the server counts in (``FINDATA_USAGE_COUNTERS=database``).
 from __future__ import annotations
 
 import datetime as dt
+import json
 import shutil
 import signal
 import threading
@@ -37,6 +40,10 @@ from tests.findata.stopping import (
 
 GRACE = 12.0  # seconds: room for the 2 s request and the workers' exit on a busy machine
 SLOW_SECONDS = 2.0  # the wait of a Pro account's last request of the day (contracts/plans.yaml)
+#: Free's wait at its last index as_of date of the day (contracts/plans.yaml): longer than
+#: SHORT_GRACE by far
+STALLED_SECONDS = 30.0
+SHORT_GRACE = 3.0
 
 
 def slow_key(home: Path) -> str:
@@ -53,20 +60,38 @@ def slow_key(home: Path) -> str:
     return issued.key
 
 
+def stalled_key(home: Path) -> str:
+    """A Free key whose account has asked for 50 index ``as_of`` dates today: its request
+    for a 51st waits ``STALLED_SECONDS`` before its answer."""
+    engine = engine_for(f"sqlite:///{home.resolve() / 'control.sqlite'}")
+    store = AccountStore(engine, SystemClock())
+    issued = store.create_key(store.create_account("stalled@example.com", "free").id)
+    dates = [(dt.date(2024, 1, 1) + dt.timedelta(days=n)).isoformat() for n in range(50)]
+    DatabaseCounters(engine).add_distinct(
+        issued.account.id, dt.datetime.now(dt.UTC).date(), "as_of", dates
+    )
+    engine.dispose()
+    return issued.key
+
+
 class InFlight:
     """A request sent on a thread of its own: its answer and when it came."""
 
-    def __init__(self, url: str, key: str) -> None:
+    def __init__(
+        self, url: str, key: str, path: str = "/v1/search", params: dict[str, str] | None = None
+    ) -> None:
         self.answer: httpx.Response | None = None
         self.error: BaseException | None = None
         self.answered_at = 0.0
-        self._thread = threading.Thread(target=self._send, args=(url, key), daemon=True)
+        self._thread = threading.Thread(
+            target=self._send, args=(f"{url}{path}", key, params or {}), daemon=True
+        )
         self._thread.start()
 
-    def _send(self, url: str, key: str) -> None:
+    def _send(self, url: str, key: str, params: dict[str, str]) -> None:
         try:
             self.answer = httpx.get(
-                f"{url}/v1/search", params={"limit": 1}, headers={"X-API-Key": key}, timeout=60
+                url, params={"limit": 1, **params}, headers={"X-API-Key": key}, timeout=60
             )
         except BaseException as error:  # the test reports it
             self.error = error
@@ -174,3 +199,47 @@ def test_demo_while_serving_stops_cleanly_with_a_request_in_flight(
     stop_with_request_in_flight(
         ["demo", "--port", str(port)], home, port, signal.SIGTERM, False, tmp_path / "demo.log"
     )
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_request_the_grace_period_cuts_is_answered_503_and_serve_exits_non_zero(
+    serve_home: Path, tmp_path: Path, workers: int
+) -> None:
+    """README "Operating findata": past the grace period the command exits 1. The request
+    still running then is answered 503 ``service_unavailable`` (not uvicorn's 500), and its
+    access line says 503."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    key = stalled_key(serve_home)
+    env = command_env(serve_home, SHORT_GRACE, usage_counters="database", log_format="json")
+    args = ["serve", "--port", str(port), "--workers", str(workers)]
+    log = tmp_path / "serve.log"
+    with log.open("wb") as output, command_group(args, env, output) as process:
+        wait_answering(f"{url}/healthz", process)
+        index_path = "/v1/index/sp500"
+        in_flight = InFlight(url, key, index_path, {"as_of": "2024-03-01"})
+        time.sleep(0.8)  # the request is in its 30 s wait now
+        signalled_at = time.monotonic()
+        process.send_signal(signal.SIGTERM)
+        answer = in_flight.result()
+        assert in_flight.answered_at - signalled_at < SHORT_GRACE  # cut, not waited for
+        assert answer.status_code == 503, answer.text
+        assert answer.json() == {
+            "error": "service_unavailable",
+            "code": "service_unavailable",
+            "status": 503,
+            "detail": "The server stopped before this request finished. Retry it.",
+        }
+        wait_group_gone(process, SHORT_GRACE + 5)
+        assert process.returncode == FORCED_EXIT_STATUS, log.read_text()[-3000:]
+    assert port_is_free(port)
+    lines = [json.loads(line) for line in log.read_text().splitlines() if line.startswith("{")]
+    access = [
+        (line["route"], line["status"])
+        for line in lines
+        if line["logger"] == "findata.api.access" and line["route"] != "/healthz"
+    ]
+    assert access == [("/v1/index/{index_name}", 503)]
+    # uvicorn says it cut the request; no traceback of a 500 follows
+    errors = [line["message"] for line in lines if line["level"] == "error"]
+    assert errors == ["Cancel 1 running task(s), timeout graceful shutdown exceeded"]

@@ -9,12 +9,15 @@ import sys
 from pathlib import Path
 
 import dagster as dg
+import httpx
 import pytest
 
 from findata.contracts.datasets import dataset_names
 from findata.orchestration.definitions import defs
 from findata.orchestration.landing import LANDING_SOURCES
 from findata.orchestration.sensors import build_landing_sensor
+from tests.api.server import free_port
+from tests.findata.stopping import command_env, command_group, wait_answering
 
 TRANSFORMS = Path(__file__).parents[2] / "transforms" / "models"
 
@@ -44,6 +47,61 @@ def test_each_dataset_has_a_blocking_contract_check() -> None:
 def test_schedule_and_sensor_start_the_refresh_job() -> None:
     assert defs.resolve_schedule_def("daily_refresh").job_name == "refresh"
     assert defs.resolve_sensor_def("new_landing_files").job_name == "refresh"
+
+
+def test_findata_ui_runs_the_schedule_and_the_sensor_by_default(tmp_path: Path) -> None:
+    """The publish's freshness policy expects a daily refresh: ``findata ui``'s daemon runs the
+    schedule and the sensor unless a setting turns them off (issue 42)."""
+    port = free_port()
+    query = (
+        "{ repositoriesOrError { ... on RepositoryConnection { nodes { "
+        "schedules { name scheduleState { status } } sensors { name sensorState { status } } "
+        "} } } }"
+    )
+    env = command_env(tmp_path / "home", 25.0)
+    with (
+        (tmp_path / "ui.log").open("wb") as output,
+        command_group(["ui", "--port", str(port)], env, output) as ui,
+    ):
+        wait_answering(f"http://127.0.0.1:{port}/server_info", ui, 240)
+        answer = httpx.post(
+            f"http://127.0.0.1:{port}/graphql", json={"query": query}, timeout=60
+        ).json()
+    (repository,) = answer["data"]["repositoriesOrError"]["nodes"]
+    statuses = {s["name"]: s["scheduleState"]["status"] for s in repository["schedules"]}
+    statuses |= {s["name"]: s["sensorState"]["status"] for s in repository["sensors"]}
+    assert statuses == {"daily_refresh": "RUNNING", "new_landing_files": "RUNNING"}
+
+
+@pytest.mark.parametrize(("setting", "status"), [(None, "RUNNING"), ("false", "STOPPED")])
+def test_a_setting_turns_the_schedule_and_the_sensor_off(
+    tmp_path: Path, setting: str | None, status: str
+) -> None:
+    env = {**os.environ, "FINDATA_HOME": str(tmp_path), "DAGSTER_HOME": str(tmp_path)}
+    env.pop("FINDATA_SCHEDULED_REFRESH", None)
+    if setting is not None:
+        env["FINDATA_SCHEDULED_REFRESH"] = setting
+    code = (
+        "from findata.orchestration.definitions import defs\n"
+        "print(defs.resolve_schedule_def('daily_refresh').default_status.value,"
+        " defs.resolve_sensor_def('new_landing_files').default_status.value)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip().splitlines()[-1] == f"{status} {status}"
+
+
+def test_the_sensor_skips_an_empty_landing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Running by default, the sensor must not start a refresh on a new home with nothing in
+    landing (it would fail)."""
+    monkeypatch.setenv("FINDATA_HOME", str(tmp_path))
+    sensor = build_landing_sensor("refresh")
+    assert not sensor(dg.build_sensor_context()).run_requests
+    (tmp_path / "landing" / "prices").mkdir(parents=True)
+    assert not sensor(dg.build_sensor_context()).run_requests
+    (tmp_path / "landing" / "prices" / "a.csv").write_text("x\n")
+    assert len(sensor(dg.build_sensor_context()).run_requests) == 1
 
 
 def test_sensor_requests_a_run_once_per_new_landing_state(

@@ -264,9 +264,11 @@ def test_a_run_waiting_for_the_lock_terminated_from_the_ui_is_canceled_and_ends(
     lock = refresh_lock_path(get_settings())
     holder = _hold(lock)
     port = free_port()
+    # no sensor run beside the run launched here (it would wait for the lock too)
+    env = command_env(overlap.home, 25.0, scheduled_refresh="false")
     with (
         (tmp_path / "ui.log").open("wb") as output,
-        command_group(["ui", "--port", str(port)], command_env(overlap.home, 25.0), output) as ui,
+        command_group(["ui", "--port", str(port)], env, output) as ui,
     ):
         wait_answering(f"http://127.0.0.1:{port}/server_info", ui, 240)
         launched = _graphql(
