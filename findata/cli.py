@@ -6,6 +6,7 @@ changes nothing.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 import typer
 
 from findata.clock import get_clock, utc_today
-from findata.logs import log_fields
+from findata.logs import LinesToLog, log_fields
 from findata.settings import get_settings, served_base_url
 
 if TYPE_CHECKING:
@@ -201,23 +202,31 @@ def landing_check() -> None:
 
 
 def _refresh(*, force: bool = False) -> None:
-    import contextlib
-    import sys
-
     from findata.orchestration.refresh import run_refresh
 
-    # dbt's log (re-emitted by dagster-dbt) goes to stderr: stdout is the version alone, as
-    # scripts read it
-    with contextlib.redirect_stdout(sys.stderr):
-        outcome = run_refresh(get_settings(), force=force)
+    settings = get_settings()
+    # dbt's log (re-emitted by dagster-dbt on stdout) and the outcome go to stderr: stdout is the
+    # version alone, as scripts read it; in JSON, each of dbt's lines is a log line too
+    as_json = settings.log_format == "json"
+    dbt_lines = LinesToLog(logging.getLogger("findata.dbt")) if as_json else sys.stderr
+    with contextlib.redirect_stdout(dbt_lines):
+        outcome = run_refresh(settings, force=force)
+    if as_json:
+        dbt_lines.close()
+
+    def tell(message: str) -> None:
+        if as_json:
+            log.info(message)
+        else:
+            typer.echo(message, err=True)
+
     if not outcome.success:
         checks = (
             f" (failed checks: {', '.join(outcome.failed_checks)})" if outcome.failed_checks else ""
         )
-        typer.echo(
+        tell(
             f"findata: refresh run {outcome.run_id} failed{checks}; nothing was "
-            "published and the current version stays current",
-            err=True,
+            "published and the current version stays current"
         )
         raise typer.Exit(1)
     if outcome.unchanged_since is not None:
@@ -230,16 +239,14 @@ def _refresh(*, force: bool = False) -> None:
         typer.echo(f"refresh {outcome.run_id}: nothing changed; no new version")
     else:
         typer.echo(outcome.version)
-        typer.echo(
+        tell(
             f"refresh {outcome.run_id}: published {outcome.version} with "
-            f"{outcome.records} change records",
-            err=True,
+            f"{outcome.records} change records"
         )
     if outcome.warned_checks:
-        typer.echo(
+        tell(
             f"refresh {outcome.run_id}: checks with warnings (not blocking): "
-            f"{', '.join(outcome.warned_checks)}",
-            err=True,
+            f"{', '.join(outcome.warned_checks)}"
         )
 
 

@@ -18,11 +18,13 @@ request. Every other command writes its lines as they come (``StderrHandler``).
 from __future__ import annotations
 
 import datetime as dt
+import io
 import logging
 import logging.config
 import logging.handlers
 import os
 import queue
+import re
 import sys
 import threading
 from collections.abc import Mapping
@@ -251,3 +253,33 @@ def skip_unused_record_fields() -> None:
     logging.logThreads = False
     logging.logProcesses = False
     logging.logMultiprocessing = False
+
+
+#: a terminal's colour codes (dbt colours OK, WARN, ERROR)
+_COLOUR = re.compile(r"\x1b\[[0-9;]*m")
+
+
+class LinesToLog(io.TextIOBase):
+    """A text stream whose every line becomes an INFO line of ``logger``: output that a library
+    prints (dbt's log, which dagster-dbt writes to stdout) in the command's log format."""
+
+    def __init__(self, logger: logging.Logger) -> None:
+        self._logger = logger
+        self._pending = ""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        """Log each whole line written so far; a partial line waits for its end."""
+        self._pending += text
+        *lines, self._pending = self._pending.split("\n")
+        for line in lines:
+            if line := _COLOUR.sub("", line).rstrip():
+                self._logger.info(line)
+        return len(text)
+
+    def close(self) -> None:
+        """The partial line left, logged."""
+        self.write("\n")
+        super().close()

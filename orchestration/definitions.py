@@ -11,8 +11,18 @@ from findata.orchestration.refresh_lock import REFRESH_LOCK, refresh_lock
 from findata.orchestration.sensors import build_landing_sensor
 from findata.settings import get_settings
 
+# a run's event lines (``findata refresh``, ``demo``, runs the UI, schedule or sensor launch) in
+# the format of every other line (FINDATA_LOG_FORMAT): Dagster's own JSON console logger in place
+# of its colored one. Dagster uses a job's logger only when the run's config names it, so the
+# job's default config names it, and ``findata refresh`` adds RUN_LOGGING to its run config
+_json_runs = get_settings().log_format == "json"
+RUN_LOGGING = {"loggers": {"console": {"config": {"log_level": "DEBUG"}}}} if _json_runs else {}
+
 refresh_job = dg.define_asset_job(
-    "refresh", selection=dg.AssetSelection.all(), description="Landing to a published version."
+    "refresh",
+    selection=dg.AssetSelection.all(),
+    description="Landing to a published version.",
+    config=RUN_LOGGING or None,
 )
 
 # the schedule and the sensor run unless the settings say not to (FINDATA_SCHEDULED_REFRESH):
@@ -39,6 +49,7 @@ defs = dg.Definitions(
     ],
     sensors=[build_landing_sensor(refresh_job.name, _sensor_status)],
     resources={"dbt": dbt_resource, REFRESH_LOCK: refresh_lock},
+    loggers={"console": dg.json_console_logger} if _json_runs else None,
     # one step at a time: every step writes or reads the one build warehouse (DuckDB allows a
     # single writer)
     executor=dg.in_process_executor,

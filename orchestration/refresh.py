@@ -105,7 +105,7 @@ def run_refresh(
             start_check_workers()
         # imported once the instance is made: loading the definitions may wait for the parse
         # above, and making the instance meanwhile uses that time
-        from findata.orchestration.definitions import defs
+        from findata.orchestration.definitions import RUN_LOGGING, defs
 
         if first_load:
             # what the imports made (Dagster, the definitions, maybe Great Expectations: ~1 M
@@ -116,7 +116,7 @@ def run_refresh(
         result = defs.resolve_job_def("refresh").execute_in_process(
             instance=instance,
             raise_on_error=False,
-            run_config={"ops": {"build_inputs": {"config": {"force": force}}}},
+            run_config={**RUN_LOGGING, "ops": {"build_inputs": {"config": {"force": force}}}},
         )
         version, records, unchanged_since, published_from_rebuilt = None, 0, None, []
         for event in result.all_events:
