@@ -218,30 +218,31 @@ class RefreshCollector(Collector):
         except Exception:  # the rest of the scrape is still worth answering
             log.warning("the refresh runs could not be read", exc_info=True)
             return
-        if history.last_success_end is not None:
-            yield GaugeMetricFamily(
+        gauges = (  # each absent before the first run of its kind
+            (
                 "findata_refresh_last_success_timestamp_seconds",
-                "When the newest successful refresh run ended (Unix time; absent before the "
-                "first).",
-                value=history.last_success_end,
-            )
-        if history.last_success_seconds is not None:
-            yield GaugeMetricFamily(
+                "When the newest successful refresh run ended (Unix time).",
+                history.last_success_end,
+            ),
+            (
                 "findata_refresh_last_success_duration_seconds",
                 "How long the newest successful refresh run took, start to end.",
-                value=history.last_success_seconds,
-            )
+                history.last_success_seconds,
+            ),
+            (
+                "findata_refresh_last_failure_timestamp_seconds",
+                "When the newest failed refresh run ended (Unix time).",
+                history.last_failure_end,
+            ),
+        )
+        for name, text, value in gauges:
+            if value is not None:
+                yield GaugeMetricFamily(name, text, value=value)
         yield CounterMetricFamily(
             "findata_refresh_failures",
             "Refresh runs that failed (nothing of them was published).",
             value=history.failures,
         )
-        if history.last_failure_end is not None:
-            yield GaugeMetricFamily(
-                "findata_refresh_last_failure_timestamp_seconds",
-                "When the newest failed refresh run ended (Unix time; absent before the first).",
-                value=history.last_failure_end,
-            )
 
 
 class ServerProcesses(Collector):

@@ -1,6 +1,7 @@
 """Every error code of contracts/errors.yaml raises its own exception class, with the status,
 code, detail and the body's other fields. Real answers of the demo server wherever it can give
-them; the five it cannot give to a GET client (500 internal_error, 503 coverage_unavailable,
+them; those it cannot give to a GET client (500 internal_error, 503 coverage_unavailable and
+service_unavailable,
 504 request_timeout and query_timeout, 405 to a method the client never sends) are the
 server's own bodies for them (its error model; a real 405 to a POST) answered through the
 fault proxy. Bodies that are not the spec's error body still raise a ``FindataError``."""
@@ -30,7 +31,15 @@ from tests.api.server import RunningApi
 from tests.clients.fault_proxy import FaultProxy, Reply, fault_proxy
 
 #: codes a GET client cannot get from the demo server; their bodies are replayed by the proxy
-REPLAYED = frozenset({"internal_error", "coverage_unavailable", "request_timeout", "query_timeout"})
+REPLAYED = frozenset(
+    {
+        "internal_error",
+        "coverage_unavailable",
+        "service_unavailable",
+        "request_timeout",
+        "query_timeout",
+    }
+)
 COMMON_FIELDS = {"error", "code", "status", "detail", "message"}
 
 

@@ -573,6 +573,13 @@ class CoverageUnavailableError(FindataError):
     STATUS = 503
 
 
+class ServiceUnavailableError(FindataError):
+    """503 ``service_unavailable``: The server stopped before this request finished. Retry it."""
+
+    CODE = "service_unavailable"
+    STATUS = 503
+
+
 class RequestTimeoutError(FindataError):
     """504 ``request_timeout``: Request exceeded time limit"""
 
@@ -607,6 +614,7 @@ ERROR_CLASSES: dict[str, type[FindataError]] = {
     "asof_limit_exceeded": AsofLimitExceededError,
     "internal_error": InternalError,
     "coverage_unavailable": CoverageUnavailableError,
+    "service_unavailable": ServiceUnavailableError,
     "request_timeout": RequestTimeoutError,
     "query_timeout": QueryTimeoutError,
 }
