@@ -4,6 +4,7 @@ dbt model an asset, a blocking contract check per dataset, the publish assets, s
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -67,6 +68,9 @@ def test_findata_ui_runs_the_schedule_and_the_sensor_by_default(tmp_path: Path) 
         answer = httpx.post(
             f"http://127.0.0.1:{port}/graphql", json={"query": query}, timeout=60
         ).json()
+        # dagster dev runs in a process group of its own: stopped by findata ui, not left behind
+        ui.send_signal(signal.SIGTERM)
+        assert ui.wait(timeout=60) == 0
     (repository,) = answer["data"]["repositoriesOrError"]["nodes"]
     statuses = {s["name"]: s["scheduleState"]["status"] for s in repository["schedules"]}
     statuses |= {s["name"]: s["sensorState"]["status"] for s in repository["sensors"]}
