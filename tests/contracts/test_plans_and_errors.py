@@ -53,6 +53,9 @@ STATUSES = {
     "request_timeout": 504,
     "query_timeout": 504,
 }
+#: codes of ours where the spec names none (contracts/errors.yaml says why): a request the
+#: server's stop cut short (issue 42)
+OUR_CODES = {"service_unavailable": 503}
 
 
 def test_the_four_plans_in_order() -> None:
@@ -87,9 +90,9 @@ def test_plan_capabilities(code: str) -> None:
 
 def test_every_spec_error_code_with_its_status() -> None:
     raw = yaml.safe_load(ERRORS_FILE.read_text())["errors"]
-    assert set(raw) == set(STATUSES)
+    assert set(raw) == set(STATUSES) | set(OUR_CODES)
     errors = load_errors().errors
-    assert {code: kind.status for code, kind in errors.items()} == STATUSES
+    assert {code: kind.status for code, kind in errors.items()} == STATUSES | OUR_CODES
 
 
 def test_fixed_error_texts() -> None:
