@@ -20,7 +20,6 @@ from findata.settings import Settings
 from tests.api.endpoints.api_calls import before_as_of, get
 from tests.api.server import RunningApi, serve, start_clock
 
-#: headers that differ between two servers asked the same thing at different instants
 #: headers that differ between two answers of the same request: the moment, and the request id
 MOMENT_HEADERS = {"date", "x-ratelimit-reset", "age", "x-request-id"}
 
