@@ -17,7 +17,7 @@ $(BIN)/findata: pyproject.toml clients/python/pyproject.toml
 # machines), so every process compiled them again (~0.3 s of CPU of importing the definitions
 # and the CLI, 3.5-4.0 s against 3.8-4.1 s). A
 # wheel's install compiles its modules so; a module edited since is compiled again here
-SOURCES := findata accounts api contracts orchestration webhooks transforms clients/python/findata_client
+SOURCES := findata accounts api contracts orchestration sources demo webhooks transforms clients/python/findata_client
 
 install: $(BIN)/findata
 	$(BIN)/python -m compileall -q $(SOURCES)
@@ -48,7 +48,7 @@ test: lint
 # datefudge (Debian), which moves only the wall clock: `datefudge 2026-11-24 make test`.
 TEST_DAYS ?= 2026-01-02 2026-02-17 2026-03-09 2026-04-06 2026-05-26 2026-07-06 2026-09-08 \
 	2026-11-24 2026-11-27 2026-12-31 2027-01-01 2028-02-29
-DAY_TESTS ?= tests/orchestration tests/transforms tests/api
+DAY_TESTS ?= tests/orchestration tests/sources tests/demo tests/published tests/transforms tests/api
 
 test-days: install
 	@failed=""; for day in $(TEST_DAYS); do \

@@ -29,14 +29,19 @@ from findata.control_plane.database import engine_for
 from findata.orchestration import warm_dbt
 from findata.orchestration.assets import dbt as dbt_assets_module
 from findata.orchestration.build_inputs import last_built
-from findata.orchestration.publish import FAULT_AFTER_VERSION_FILE, FAULT_ENV
-from findata.orchestration.published_diff import published_differences
-from findata.orchestration.readers.security_master import read_security_master
 from findata.orchestration.refresh import RefreshOutcome, run_refresh
-from findata.published import attach_version, current_version_at, open_version, version_part_files
+from findata.published.diff import published_differences
+from findata.published.publish import FAULT_AFTER_VERSION_FILE, FAULT_ENV
+from findata.published.versions import (
+    attach_version,
+    current_version_at,
+    open_version,
+    version_part_files,
+)
 from findata.settings import Settings, get_settings
+from findata.sources.readers.security_master import read_security_master
 from tests.orchestration.dagster_runs import kill_refresh_when_dbt_logs, step_errors
-from tests.orchestration.landing_edits import (
+from tests.sources.landing_edits import (
     add_price_day,
     add_split_mid_history,
     file_13f_with_cover_total_off,
