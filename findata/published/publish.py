@@ -78,11 +78,6 @@ from findata.published.rebuilt_rows import rebuilt_rows_condition
 from findata.published.versions import PARTS_DIR, attach_version, current_version, read_part_files
 from findata.settings import Settings
 
-#: environment variable naming a point where publishing kills its own process (crash tests)
-FAULT_ENV = "FINDATA_FAULT_INJECT"
-FAULT_AFTER_VERSION_FILE = "after-version-file"
-FAULT_MID_UPLOAD = "mid-upload"  # after the first object of a version is in the bucket
-
 
 @dataclass(frozen=True)
 class ChangeRecord:
@@ -346,19 +341,12 @@ def _upload_version(
         for file in sorted(set(files) - bucket.names(f"{PARTS_DIR}/")):
             uploaded.append(file)  # before: an upload that fails half-way may have stored it
             bucket.upload(published / file, file)
-            _inject_fault(FAULT_MID_UPLOAD)
         uploaded.append(version_file.name)
         bucket.upload(version_file, version_file.name)
     except BaseException:
         with contextlib.suppress(Exception):  # the upload's error is the one to report
             bucket.delete(uploaded)
         raise
-
-
-def _inject_fault(point: str) -> None:
-    """Die here, at once, when the crash tests ask for it (``FINDATA_FAULT_INJECT``)."""
-    if os.environ.get(FAULT_ENV) == point:
-        os._exit(99)
 
 
 def _event_payload(
@@ -464,7 +452,6 @@ def publish(
         label = f"{now:%Y%m%dT%H%M%S}Z-{run_id[:8]}"
         version_file = published / f"{label}.duckdb"
         os.replace(staging, version_file)
-        _inject_fault(FAULT_AFTER_VERSION_FILE)
         if bucket is not None:
             files = sorted({p.file for c in contracts for p in parts[c.name]})
             with _removed_on_failure(version_file, []):

@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import os
 import shutil
 import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,7 +29,6 @@ from findata.orchestration.assets import dbt as dbt_assets_module
 from findata.orchestration.build_inputs import last_built
 from findata.orchestration.refresh import RefreshOutcome, run_refresh
 from findata.published.diff import published_differences
-from findata.published.publish import FAULT_AFTER_VERSION_FILE, FAULT_ENV
 from findata.published.versions import (
     attach_version,
     current_version_at,
@@ -40,6 +37,7 @@ from findata.published.versions import (
 )
 from findata.settings import Settings, get_settings
 from findata.sources.readers.security_master import read_security_master
+from tests.faults import DIED, REFRESH, python_dying_at
 from tests.orchestration.dagster_runs import kill_refresh_when_dbt_logs, step_errors
 from tests.sources.landing_edits import (
     add_price_day,
@@ -360,10 +358,9 @@ def steps(two_week_old_demo: PublishedDemo, tmp_path_factory: pytest.TempPathFac
 
         # a refresh killed after writing its version file, before the commit; then again
         add_price_day(landing, next_session(day), gainers[:1])
-        env = {**os.environ, FAULT_ENV: FAULT_AFTER_VERSION_FILE}
+        # (dies as it starts writing the version's row: its file is in place, nothing committed)
         crashed = subprocess.run(
-            [str(Path(sys.executable).parent / "findata"), "refresh"],
-            env=env,
+            python_dying_at("findata.published.publish:_insert_records", REFRESH),
             capture_output=True,
             text=True,
             timeout=900,
@@ -776,7 +773,7 @@ def test_dbt_runs_to_its_end_while_its_step_reads_none_of_its_output(steps: Step
 
 
 def test_a_crash_before_the_commit_then_a_rerun_publishes_exactly_once(steps: Steps) -> None:
-    assert steps.facts["crash_returncode"] == 99
+    assert steps.facts["crash_returncode"] == DIED
     crashed, before = steps.snapshots["crashed"], steps.snapshots["bar_restated"]
     assert len(crashed.versions) == len(before.versions)  # the crashed version is not current
     assert len(crashed.records) == len(before.records)

@@ -14,7 +14,6 @@ import datetime as dt
 import os
 import shutil
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -32,12 +31,13 @@ from findata.clock import SystemClock
 from findata.control_plane import schema
 from findata.control_plane.database import engine_for
 from findata.published.bucket import PublishedBucket, bucket_for
-from findata.published.publish import FAULT_ENV, FAULT_MID_UPLOAD, publish
+from findata.published.publish import publish
 from findata.published.retention import remove_superseded_versions
 from findata.published.versions import current_version, read_part_files
 from findata.settings import Settings
 from tests.api.server import findata_serve
 from tests.databases import fresh_postgres_database
+from tests.faults import DIED, python_dying_at
 from tests.s3_server import AWS_ENV, s3_server
 
 BUCKET = "findata-versions"
@@ -194,16 +194,21 @@ def test_a_publish_that_dies_mid_upload_commits_nothing(hosts: Hosts) -> None:
     _drop_last_day(hosts.a, hosts.entity_id)
     env = {
         **os.environ,
-        FAULT_ENV: FAULT_MID_UPLOAD,
         "FINDATA_HOME": str(hosts.a.home_dir),
         "FINDATA_DATABASE_URL": hosts.a.control_plane_url,
         "FINDATA_PUBLISHED_URL": str(hosts.a.published_url),
         "FINDATA_S3_ENDPOINT_URL": str(hosts.a.s3_endpoint_url),
     }
+    # dies right after the first object of the version is in the bucket
     died = subprocess.run(
-        [sys.executable, "-c", _PUBLISH_IN_A_PROCESS], env=env, capture_output=True, text=True
+        python_dying_at(
+            "findata.published.bucket:PublishedBucket.upload", _PUBLISH_IN_A_PROCESS, after=True
+        ),
+        env=env,
+        capture_output=True,
+        text=True,
     )
-    assert died.returncode == 99, died.stderr[-3000:]
+    assert died.returncode == DIED, died.stderr[-3000:]
     left = hosts.bucket.names() - objects
     assert left and all(name.startswith("parts/") for name in left)  # no version file
     assert _current(hosts.a).label == current.label
