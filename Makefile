@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install demo test lint test-days client-dist
+.PHONY: install demo test lint test-machine test-days client-dist
 
 # the Python client (clients/python) is its own distribution; the server's tests install it
 $(BIN)/findata: pyproject.toml clients/python/pyproject.toml
@@ -38,7 +38,11 @@ lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-test: lint
+# Debian packages and servers the tests drive (installed as root, else named): tests/machine.sh
+test-machine:
+	tests/machine.sh
+
+test: lint test-machine
 	$(BIN)/pytest -q
 
 # The demo-building tests on a dozen calendar-edge days, each run under faketime (Debian's
@@ -50,7 +54,7 @@ TEST_DAYS ?= 2026-01-02 2026-02-17 2026-03-09 2026-04-06 2026-05-26 2026-07-06 2
 	2026-11-24 2026-11-27 2026-12-31 2027-01-01 2028-02-29
 DAY_TESTS ?= tests/orchestration tests/sources tests/demo tests/published tests/transforms tests/api
 
-test-days: install
+test-days: install test-machine
 	@failed=""; for day in $(TEST_DAYS); do \
 		echo "== $$day"; \
 		faketime "$$day" $(BIN)/pytest -q -p no:cacheprovider $(DAY_TESTS) || failed="$$failed $$day"; \
