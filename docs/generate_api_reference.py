@@ -15,7 +15,6 @@ cannot disagree. The server never imports this script.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -30,6 +29,7 @@ from findata.contracts.endpoints import (
 )
 from findata.contracts.errors import load_errors
 from findata.contracts.plans import Plan, keyless_limits, load_plans
+from findata.generated_files import generator_main
 
 HERE = Path(__file__).resolve().parent
 OUTPUT = HERE / "api.md"
@@ -459,22 +459,9 @@ def render() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Write the reference, or with ``--check`` say whether it is up to date (exit 1 if not)."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="compare instead of writing")
-    parser.add_argument("--output", type=Path, default=OUTPUT, help="default: %(default)s")
-    args = parser.parse_args(argv)
-    text = render()
-    if args.check:
-        current = args.output.read_text(encoding="utf-8") if args.output.exists() else ""
-        if current != text:
-            stale = f"{args.output} is out of date with the contracts: run {COMMAND}"
-            print(stale, file=sys.stderr)
-            return 1
-        print(f"{args.output} is up to date")
-        return 0
-    args.output.write_text(text, encoding="utf-8")
-    print(f"wrote {args.output}")
-    return 0
+    return generator_main(
+        argv, description=__doc__.splitlines()[0], output=OUTPUT, render=render, command=COMMAND
+    )
 
 
 if __name__ == "__main__":
