@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install demo test lint test-days client-dist
+.PHONY: install demo test lint test-machine test-days client-dist
 
 # the Python client (clients/python) is its own distribution; the server's tests install it
 $(BIN)/findata: pyproject.toml clients/python/pyproject.toml
@@ -17,7 +17,7 @@ $(BIN)/findata: pyproject.toml clients/python/pyproject.toml
 # machines), so every process compiled them again (~0.3 s of CPU of importing the definitions
 # and the CLI, 3.5-4.0 s against 3.8-4.1 s). A
 # wheel's install compiles its modules so; a module edited since is compiled again here
-SOURCES := findata accounts api contracts orchestration webhooks transforms clients/python/findata_client
+SOURCES := findata accounts api contracts orchestration sources demo webhooks transforms clients/python/findata_client
 
 install: $(BIN)/findata
 	$(BIN)/python -m compileall -q $(SOURCES)
@@ -38,7 +38,11 @@ lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-test: lint
+# Debian packages and servers the tests drive (installed as root, else named): tests/machine.sh
+test-machine:
+	tests/machine.sh
+
+test: lint test-machine
 	$(BIN)/pytest -q
 
 # The demo-building tests on a dozen calendar-edge days, each run under faketime (Debian's
@@ -48,9 +52,9 @@ test: lint
 # datefudge (Debian), which moves only the wall clock: `datefudge 2026-11-24 make test`.
 TEST_DAYS ?= 2026-01-02 2026-02-17 2026-03-09 2026-04-06 2026-05-26 2026-07-06 2026-09-08 \
 	2026-11-24 2026-11-27 2026-12-31 2027-01-01 2028-02-29
-DAY_TESTS ?= tests/orchestration tests/transforms tests/api
+DAY_TESTS ?= tests/orchestration tests/sources tests/demo tests/published tests/transforms tests/api
 
-test-days: install
+test-days: install test-machine
 	@failed=""; for day in $(TEST_DAYS); do \
 		echo "== $$day"; \
 		faketime "$$day" $(BIN)/pytest -q -p no:cacheprovider $(DAY_TESTS) || failed="$$failed $$day"; \

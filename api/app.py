@@ -44,11 +44,11 @@ from findata.api.published import PublishedData
 from findata.api.quotas import Quotas, Sleep
 from findata.api.response_docs import without_validation_errors
 from findata.api.row_store import RowStore
-from findata.api.version_fetch import VersionFetches
 from findata.clock import Clock, get_clock
 from findata.control_plane.database import engine_for
 from findata.logs import skip_unused_record_fields
-from findata.published_bucket import bucket_for
+from findata.published.bucket import bucket_for
+from findata.published.fetching import VersionFetches
 from findata.settings import Settings, get_settings
 
 log = logging.getLogger("findata.api")

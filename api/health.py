@@ -24,7 +24,7 @@ from starlette.responses import JSONResponse
 
 from findata.api.cache import ResponseCache
 from findata.api.published import PublishedData
-from findata.published import current_catalog, version_part_files
+from findata.published.versions import current_catalog, version_part_files
 
 log = logging.getLogger("findata.api.health")
 

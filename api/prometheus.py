@@ -67,7 +67,7 @@ from starlette.responses import Response
 
 from findata.clock import Clock
 from findata.orchestration.refresh_history import RefreshRuns
-from findata.published import current_version
+from findata.published.versions import current_version
 from findata.settings import Settings
 from findata.webhooks.tables import webhook_deliveries
 

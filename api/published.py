@@ -3,7 +3,7 @@ DuckDB connections to version files, opened once per version and shared by reque
 
 A new version is picked up on the next request, without a restart (with ``FINDATA_PUBLISHED_URL``
 set, once this host has fetched it from the bucket: the version before is served meanwhile,
-``api/version_fetch.py``); a request (or a cursor) that
+``findata/published/fetching.py``); a request (or a cursor) that
 began on an older version keeps reading that version's immutable file. Each request leases a
 cursor of its own (``lease``) and releases it when done. A version that is no longer current is
 closed once no lease is out on it and it has been idle for ``idle`` (or when more than
@@ -23,12 +23,12 @@ import sqlalchemy as sa
 
 from findata.api.resolution import SubjectDirectory
 from findata.api.row_store import RowStore
-from findata.api.version_fetch import VersionFetches
 from findata.change_cursor import encode_change_cursor
 from findata.clock import Clock, SystemClock
 from findata.control_plane import schema
 from findata.control_plane.raw_reads import RawRead
-from findata.published import current_version, open_version
+from findata.published.fetching import VersionFetches
+from findata.published.versions import current_version, open_version
 
 
 @dataclass(frozen=True)

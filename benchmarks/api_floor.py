@@ -58,7 +58,7 @@ import httpx
 import orjson
 from served_homes import FINDATA, findata_env, free_port, prepare_home, wait_until_answering
 
-from findata.published import open_version
+from findata.published.versions import open_version
 
 FLOOR_SERVER = Path(__file__).with_name("floor_server.py")
 LIMIT = 5000  # one page carries a security's full history, on both servers

@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 
 from findata.clock import SystemClock, utc_today
-from findata.orchestration.demo.generate import DEFAULT_SEED, generate_demo
-from findata.orchestration.landing import read_all_landing
+from findata.demo.generate import DEFAULT_SEED, generate_demo
+from findata.sources.landing import read_all_landing
 
 
 def _peak_rss_mib() -> float:

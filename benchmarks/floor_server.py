@@ -26,7 +26,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from findata.contracts.endpoints import load_endpoint_contract
-from findata.published import open_version
+from findata.published.versions import open_version
 
 #: the contract's identity fields, then the selectable ones, in its order (findata's default)
 _CONTRACT = load_endpoint_contract("prices")

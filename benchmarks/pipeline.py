@@ -89,7 +89,7 @@ def main() -> None:
 
     if not landing.exists():
         from findata.clock import SystemClock, utc_today
-        from findata.orchestration.demo.generate import DEFAULT_SEED, generate_demo
+        from findata.demo.generate import DEFAULT_SEED, generate_demo
 
         started = time.perf_counter()
         generate_demo(

@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 from fastapi.testclient import TestClient
 from served_homes import prepare_home
 
-from findata.published import open_version
+from findata.published.versions import open_version
 
 T = TypeVar("T")
 

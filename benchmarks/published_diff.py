@@ -5,7 +5,7 @@ column exactly (EXCEPT ALL both ways): a refactor or a faster pipeline must chan
 
 Prints what differs, then IDENTICAL or DIFFERENT; exits 1 when they differ. Build both homes on
 the same day and seed (``faketime DAY findata demo --no-serve``), or their as_of differs. The
-comparison is ``findata.orchestration.published_diff`` (the pipeline tests use it too).
+comparison is ``findata.published.diff`` (the pipeline tests use it too).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from findata.orchestration.published_diff import published_differences
+from findata.published.diff import published_differences
 
 
 def newest_version(home: Path) -> Path:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import duckdb
 
-from findata.published import attach_version, detach_version, open_version
+from findata.published.versions import attach_version, detach_version, open_version
 
 ROW_GROUPS = (8_192, 16_384, 122_880)  # the last is DuckDB's default
 

@@ -58,9 +58,9 @@ from findata.accounts.tables import usage_counters, usage_log
 from findata.clock import SystemClock, utc_today
 from findata.contracts.endpoints import endpoint_names, load_endpoint_contract
 from findata.contracts.errors import load_errors
-from findata.orchestration.demo.advance import add_price_day, next_session
-from findata.orchestration.demo.generate import DEFAULT_SEED, generate_demo
-from findata.published import open_version
+from findata.demo.advance import add_price_day, next_session
+from findata.demo.generate import DEFAULT_SEED, generate_demo
+from findata.published.versions import open_version
 from findata.settings import Settings
 from findata.webhooks.dev_tls import make_loopback_certificates
 from findata_client.webhooks import verify

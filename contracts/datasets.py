@@ -112,7 +112,7 @@ class DataThrough(_Strict):
 
 
 class Storage(_Strict):
-    """How a published version stores the dataset's rows (``findata/published.py``)."""
+    """How a published version stores the dataset's rows (``findata/published/versions.py``)."""
 
     recent_year_of: str | None = Field(
         default=None,

@@ -133,8 +133,8 @@ def demo(
     seed: Annotated[int | None, typer.Option(help="Seed of the generator.")] = None,
 ) -> None:
     """Generate the demo universe if landing is empty, run the pipeline, then serve the API."""
+    from findata.demo.generate import DEFAULT_SEED, generate_demo, landing_is_empty
     from findata.orchestration.dbt_manifest import start_parse
-    from findata.orchestration.demo.generate import DEFAULT_SEED, generate_demo, landing_is_empty
 
     if not no_serve:  # the refresh's events name the change feed of the API served below
         _base_url_defaults_to(DEMO_HOST, port)
@@ -190,8 +190,8 @@ def _print_demo_sign_in(port: int) -> None:
 @landing_app.command("check")
 def landing_check() -> None:
     """Read every landing file with its real-format reader; print rows per source as JSON."""
-    from findata.orchestration.landing import read_all_landing
-    from findata.orchestration.readers.errors import MalformedFileError
+    from findata.sources.landing import read_all_landing
+    from findata.sources.readers.errors import MalformedFileError
 
     try:
         tables = read_all_landing(get_settings().landing_dir)

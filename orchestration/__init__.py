@@ -1,1 +1,1 @@
-"""Dagster side of findata: source readers, the demo-universe generator, assets and schedules."""
+"""Dagster wiring: definitions, assets, contract-check wiring, sensors, schedules, resources."""

@@ -70,7 +70,7 @@ def nothing_changed_since(settings: Settings, inputs: BuildInputs) -> str | None
     built = last_built(settings)
     if built is None or built.fingerprint != inputs.fingerprint:
         return None
-    from findata.published import current_version_at  # SQLAlchemy: ~0.6 s of imports
+    from findata.published.versions import current_version_at  # SQLAlchemy: ~0.6 s of imports
 
     current = current_version_at(settings.control_plane_url)
     return current.label if current is not None and built.version == current.label else None
@@ -150,7 +150,7 @@ def comparable_version(settings: Settings, run_id: str) -> tuple[str, Path] | No
     before = build_before(settings, run_id)
     if before is None or before.code != code_fingerprint()[0]:
         return None
-    from findata.published import current_version_at  # SQLAlchemy: ~0.6 s of imports
+    from findata.published.versions import current_version_at  # SQLAlchemy: ~0.6 s of imports
 
     current = current_version_at(settings.control_plane_url)
     if current is None or current.label != before.version:

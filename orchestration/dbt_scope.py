@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from findata.orchestration.build_inputs import code_fingerprint
-from findata.orchestration.landing import LANDING_SOURCES
-from findata.orchestration.raw import landing_fingerprints
 from findata.settings import Settings
+from findata.sources.landing import LANDING_SOURCES
+from findata.sources.raw import landing_fingerprints
 
 DBT_BUILT_FROM = "dbt_built_from.json"
 

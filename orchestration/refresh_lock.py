@@ -12,7 +12,7 @@ first step.
 
 The kernel drops a ``flock`` with its process, so a killed refresh leaves no lock behind.
 Hosts with homes of their own (the scale-out's pipeline hosts) each have their own lock; what
-they publish is ordered by the publish lock (``publish_lock.py``).
+they publish is ordered by the publish lock (``lock.py``).
 """
 
 from __future__ import annotations

@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 
 from findata.clock import SystemClock, utc_today
-from findata.orchestration.demo.generate import DEFAULT_SEED, generate_demo
-from findata.orchestration.landing import LandingTables, read_all_landing
-from findata.orchestration.raw import write_raw_tables
+from findata.demo.generate import DEFAULT_SEED, generate_demo
 from findata.orchestration.refresh import RefreshOutcome, run_refresh
 from findata.settings import get_settings
+from findata.sources.landing import LandingTables, read_all_landing
+from findata.sources.raw import write_raw_tables
 from tests.databases import disposing_cached_engine, fresh_postgres_database
 
 # the API over real HTTP: session servers and their helpers; the accounts' stores

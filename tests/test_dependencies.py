@@ -1,8 +1,10 @@
 """Dependencies point one way, readable from the import names: ``findata.contracts`` depends on
-nothing of ours; settings, clock and control plane (the rest of ``findata/``) on nothing but
-contracts; ``findata.accounts``, ``findata.webhooks`` and ``findata.orchestration`` on those;
-``findata.api`` on all of them; ``findata.cli`` is the entry point on top, and nothing imports
-the API or the command line."""
+nothing of ours; settings, clock, control plane and the published-version store (the rest of
+``findata/``) on nothing but contracts; ``findata.sources`` (readers, landing), ``findata.demo``
+(which writes what the sources read), ``findata.accounts`` and ``findata.webhooks`` on those;
+``findata.orchestration`` (Dagster) on the sources; ``findata.api`` on all but the sources and
+the demo; ``findata.cli`` is the entry point on top, and nothing imports the API or the command
+line."""
 
 from __future__ import annotations
 
@@ -12,17 +14,19 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PARTS = ("contracts", "accounts", "webhooks", "orchestration", "api")
+PARTS = ("contracts", "sources", "demo", "accounts", "webhooks", "orchestration", "api")
 BASE = "base"  # findata/: settings, clock, dates, control plane, published-version store
 #: what each part may import besides itself
 ALLOWED = {
     "contracts": set(),
     BASE: {"contracts"},
+    "sources": {"contracts", BASE},
+    "demo": {"contracts", BASE, "sources"},
     "accounts": {"contracts", BASE},
     "webhooks": {"contracts", BASE},
-    "orchestration": {"contracts", BASE},
+    "orchestration": {"contracts", BASE, "sources"},
     "api": {"contracts", BASE, "accounts", "webhooks", "orchestration"},
-    "cli": {"contracts", BASE, "accounts", "webhooks", "orchestration", "api"},
+    "cli": {"contracts", BASE, "sources", "demo", "accounts", "webhooks", "orchestration", "api"},
 }
 #: Alembic's environment is the one place every part's tables meet (one migration history); it
 #: is run by Alembic, never imported by the base

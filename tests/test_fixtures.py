@@ -1,6 +1,7 @@
 """The fixtures are the published bytes: every file under tests/fixtures is a byte-identical copy
-of one in ../shared/data/real, checked against the SHA-256 prefixes of its SOURCES.md, or a
-crafted file (CRAFTED.yaml) that is such a copy with the exact edits listed there."""
+of a published file, checked against the SHA-256 prefixes of SHA256SUMS (SOURCES.md there says
+where each came from, with the same prefixes), or a crafted file (CRAFTED.yaml) that is such a
+copy with the exact edits listed there."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import yaml
 FIXTURES = Path(__file__).parent / "fixtures"
 MANIFEST = FIXTURES / "SHA256SUMS"
 CRAFTED = FIXTURES / "CRAFTED.yaml"
+SOURCES = FIXTURES / "SOURCES.md"
 
 
 def _manifest() -> dict[str, str]:
@@ -29,7 +31,7 @@ def test_every_fixture_is_in_the_manifest() -> None:
     files = {
         str(p.relative_to(FIXTURES))
         for p in FIXTURES.rglob("*")
-        if p.is_file() and p not in (MANIFEST, CRAFTED)
+        if p.is_file() and p not in (MANIFEST, CRAFTED, SOURCES)
     }
     assert files == set(_manifest()) | set(_crafted())
     assert not set(_manifest()) & set(_crafted())
@@ -53,10 +55,7 @@ def test_fixture_is_the_published_file(path: str, prefix: str) -> None:
 
 
 def test_manifest_agrees_with_sources_md() -> None:
-    sources = Path(__file__).parents[2] / "shared" / "data" / "real" / "SOURCES.md"
-    if not sources.exists():
-        pytest.skip("../shared/data/real/SOURCES.md is not beside this checkout")
-    text = sources.read_text(encoding="utf-8")
+    text = SOURCES.read_text(encoding="utf-8")
     for path, prefix in _manifest().items():
         assert f"| {path} |" in text or f"| {Path(path).name} |" in text or path in text, path
         assert prefix in text, (path, prefix)

@@ -150,7 +150,16 @@ def test_the_installed_wheel_runs_outside_the_checkout(wheel: Path, tmp_path: Pa
             check=False,
         )
 
-    for name in ("api", "accounts", "contracts", "orchestration", "webhooks", "transforms"):
+    for name in (
+        "api",
+        "accounts",
+        "contracts",
+        "orchestration",
+        "sources",
+        "demo",
+        "webhooks",
+        "transforms",
+    ):
         refused = python(f"import {name}")
         assert refused.returncode != 0 and "ModuleNotFoundError" in refused.stderr, name
 

@@ -15,7 +15,6 @@ through ``ruff format``. The generator reads the contracts with the server's loa
 
 from __future__ import annotations
 
-import argparse
 import re
 import subprocess
 import sys
@@ -32,6 +31,7 @@ from findata.contracts.endpoints import (
 )
 from findata.contracts.errors import load_errors
 from findata.contracts.fields import field_type
+from findata.generated_files import generator_main
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -347,25 +347,13 @@ def _ruff_format(text: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Write the module, or with ``--check`` say whether it is up to date (exit 1 if not)."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="compare instead of writing")
-    parser.add_argument("--output", type=Path, default=OUTPUT, help="default: %(default)s")
-    args = parser.parse_args(argv)
-    text = render()
-    if args.check:
-        current = args.output.read_text(encoding="utf-8") if args.output.exists() else ""
-        if current != text:
-            print(
-                f"{args.output} is out of date with the contracts: run "
-                "python clients/python/generate.py",
-                file=sys.stderr,
-            )
-            return 1
-        print(f"{args.output} is up to date")
-        return 0
-    args.output.write_text(text, encoding="utf-8")
-    print(f"wrote {args.output}")
-    return 0
+    return generator_main(
+        argv,
+        description=__doc__.splitlines()[0],
+        output=OUTPUT,
+        render=render,
+        command="python clients/python/generate.py",
+    )
 
 
 if __name__ == "__main__":

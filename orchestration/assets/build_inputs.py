@@ -11,9 +11,9 @@ import dagster as dg
 
 from findata.orchestration.build_inputs import build_inputs, nothing_changed_since, start_build
 from findata.orchestration.dbt_scope import forget_dbt_build
-from findata.orchestration.raw import forget_landing_fingerprints
 from findata.orchestration.refresh_lock import REFRESH_LOCK
 from findata.settings import get_settings
+from findata.sources.raw import forget_landing_fingerprints
 
 BUILD_INPUTS = dg.AssetKey("build_inputs")
 

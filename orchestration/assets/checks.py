@@ -12,9 +12,9 @@ from findata.orchestration.build_inputs import comparable_version
 from findata.orchestration.checks.results import ContractCheckResult
 from findata.orchestration.checks.unchanged import VersionComparison
 from findata.orchestration.checks.workers import MartCheck, MartCheckOutcome, check_marts
-from findata.orchestration.publish import contracts_published
 from findata.orchestration.refresh_lock import REFRESH_LOCK
-from findata.published import current_version_at
+from findata.published.publish import contracts_published
+from findata.published.versions import current_version_at
 from findata.settings import get_settings
 
 

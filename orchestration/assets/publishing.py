@@ -14,11 +14,11 @@ import dagster as dg
 from findata.clock import get_clock
 from findata.logs import log_fields
 from findata.orchestration.assets.checks import mart_asset_key
-from findata.orchestration.build_inputs import finish_build
-from findata.orchestration.publish import contracts_published, publish
+from findata.orchestration.build_inputs import comparable_version, finish_build
 from findata.orchestration.refresh_lock import REFRESH_LOCK
-from findata.orchestration.retention import remove_superseded_versions
-from findata.published import current_version_at
+from findata.published.publish import contracts_published, publish
+from findata.published.retention import remove_superseded_versions
+from findata.published.versions import current_version_at
 from findata.settings import get_settings
 
 PUBLISHED_VERSION = dg.AssetKey("published_version")
@@ -71,7 +71,14 @@ def publish_version(context: dg.AssetExecutionContext) -> Iterator[dg.Materializ
     settings = get_settings()
     clock = get_clock()
     started = time.perf_counter()
-    result = publish(settings, run_id=context.run.run_id, clock=clock, say=context.log.info)
+    run_id = context.run.run_id
+    result = publish(
+        settings,
+        run_id=run_id,
+        clock=clock,
+        say=context.log.info,
+        builds_on_current=comparable_version(settings, run_id) is not None,
+    )
     retention = remove_superseded_versions(settings, clock.now())
     if retention.removed:
         context.log.info(f"removed versions replaced long enough ago: {retention.removed}")

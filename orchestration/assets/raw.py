@@ -10,11 +10,11 @@ import dagster as dg
 
 from findata.orchestration.assets.build_inputs import BUILD_INPUTS
 from findata.orchestration.build_inputs import code_fingerprint, files_fingerprint
-from findata.orchestration.landing import LANDING_SOURCES, LandingSource
-from findata.orchestration.landing_cache import load_source
-from findata.orchestration.raw import RAW_SCHEMA, unchanged_raw_tables
 from findata.orchestration.refresh_lock import REFRESH_LOCK
 from findata.settings import get_settings
+from findata.sources.landing import LANDING_SOURCES, LandingSource
+from findata.sources.landing_cache import load_source
+from findata.sources.raw import RAW_SCHEMA, unchanged_raw_tables
 
 
 def raw_asset_key(table: str) -> dg.AssetKey:

@@ -31,7 +31,7 @@ from findata.orchestration.checks.partitioned import Slice, result_of_parts, val
 from findata.orchestration.checks.results import ContractCheckResult
 from findata.orchestration.checks.suite import build_suite
 from findata.orchestration.checks.unchanged import VersionComparison
-from findata.published import attach_version, detach_version
+from findata.published.versions import attach_version, detach_version
 
 TABLE_RULES = frozenset({"row_count_min_ratio"})
 """Rules about the whole table, checked on its row count."""

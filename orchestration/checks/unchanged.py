@@ -26,15 +26,15 @@ from pathlib import Path
 import duckdb
 
 from findata.contracts.datasets import DatasetContract
-from findata.orchestration.publish import table_fingerprint
-from findata.orchestration.published_parts import (
+from findata.published.parts import (
     part_predicate,
     parts_updated_by_rebuilt_rows,
     read_parts,
     unchanged_parts,
 )
-from findata.orchestration.rebuilt_rows import rebuilt_rows_condition
-from findata.published import attach_version, current_catalog, detach_version, open_version
+from findata.published.publish import table_fingerprint
+from findata.published.rebuilt_rows import rebuilt_rows_condition
+from findata.published.versions import attach_version, current_catalog, detach_version, open_version
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from tests.api.server import RunningApi
 
-#: what the MCP result budget adds to a result's ``meta`` (README, "MCP")
+#: what the MCP result budget adds to a result's ``meta`` (docs/serving.md, "MCP")
 BUDGET_META = {"budget_bytes", "cut_to_budget", "next_offset", "narrow"}
 
 ToolCall = Callable[[ClientSession], Awaitable[Any]]

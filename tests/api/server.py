@@ -35,7 +35,7 @@ from findata.clock import ManualClock
 from findata.control_plane.database import engine_for
 from findata.control_plane.schema import versions
 from findata.orchestration.refresh import run_refresh
-from findata.published import open_version
+from findata.published.versions import open_version
 from findata.settings import Settings, get_settings
 from tests.databases import fresh_postgres_database
 

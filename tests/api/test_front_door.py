@@ -162,7 +162,7 @@ def test_status_is_the_same_with_any_key_or_none(api: RunningApi) -> None:
 
 def test_status_reports_the_published_version(api: RunningApi, published_home: object) -> None:
     from findata.control_plane.database import engine_for
-    from findata.published import current_version
+    from findata.published.versions import current_version
 
     settings = Settings(home=published_home)
     with engine_for(settings.control_plane_url).connect() as connection:

@@ -27,7 +27,7 @@ from tests.api.endpoints.api_calls import get
 from tests.api.mcp_sessions import BUDGET_META, with_client, with_session
 from tests.api.server import RunningApi, serve, start_clock
 
-#: the result budget a server has when nothing sets it (README: FINDATA_MCP_RESULT_BYTES)
+#: the result budget a server has when nothing sets it (docs/operating.md: FINDATA_MCP_RESULT_BYTES)
 RESULT_BUDGET_BYTES = 32_768
 #: a budget the small demo's rosters and feeds overflow, for following every kind of paging
 SMALL_BUDGET = 4096

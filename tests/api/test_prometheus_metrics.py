@@ -32,7 +32,7 @@ from findata.accounts.store import AccountStore
 from findata.clock import SystemClock
 from findata.control_plane.database import engine_for
 from findata.orchestration.refresh import run_refresh
-from findata.published import current_version_at
+from findata.published.versions import current_version_at
 from findata.settings import get_settings
 from findata.webhooks.tables import webhook_attempts, webhook_deliveries
 from tests.api.server import copy_published_home, free_port

@@ -22,8 +22,8 @@ from findata.api.app import create_app
 from findata.api.published import KEEP_OLD_VERSIONS, PublishedData
 from findata.control_plane.database import engine_for
 from findata.control_plane.schema import versions
-from findata.orchestration.publish import contracts_published
-from findata.published import attach_version, current_version
+from findata.published.publish import contracts_published
+from findata.published.versions import attach_version, current_version
 from findata.settings import Settings
 from tests.api.server import RunningApi, copy_published_home, serve, start_clock
 

@@ -26,13 +26,13 @@ from findata.api.app import create_app
 from findata.clock import ManualClock, set_clock
 from findata.contracts.datasets import load_dataset_contract
 from findata.contracts.endpoints import load_endpoint_contract
-from findata.orchestration.readers.security_master import read_security_master
 from findata.orchestration.refresh import run_refresh
 from findata.settings import Settings, get_settings
+from findata.sources.readers.security_master import read_security_master
 from findata_client import Client, Replica
 from findata_client.replica import DATASETS, SyncReport
 from tests.api.server import RunningApi, serve, start_clock
-from tests.orchestration.landing_edits import (
+from tests.sources.landing_edits import (
     add_price_day,
     next_session,
     restate_latest_annual_revenue,

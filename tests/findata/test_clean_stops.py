@@ -205,7 +205,7 @@ def test_demo_while_serving_stops_cleanly_with_a_request_in_flight(
 def test_a_request_the_grace_period_cuts_is_answered_503_and_serve_exits_non_zero(
     serve_home: Path, tmp_path: Path, workers: int
 ) -> None:
-    """README "Operating findata": past the grace period the command exits 1. The request
+    """docs/operating.md, "Stopping": past the grace period the command exits 1. The request
     still running then is answered 503 ``service_unavailable`` (not uvicorn's 500), and its
     access line says 503."""
     port = free_port()

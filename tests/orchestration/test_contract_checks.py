@@ -26,7 +26,7 @@ from findata.orchestration.contract_checks import (
     run_contract_checks,
     write_data_docs,
 )
-from findata.orchestration.published_parts import (
+from findata.published.parts import (
     plan_parts,
     write_missing_parts,
     write_version_file,

@@ -21,9 +21,9 @@ from findata.orchestration.dbt_scope import (
     plan_dbt_build,
     record_dbt_build,
 )
-from findata.orchestration.landing import LANDING_SOURCES
-from findata.orchestration.raw import landing_fingerprints, write_raw_tables
 from findata.settings import Settings
+from findata.sources.landing import LANDING_SOURCES
+from findata.sources.raw import landing_fingerprints, write_raw_tables
 
 SEC_MARTS = {"fundamentals", "insider_transactions", "institutional_holdings", "managers"}
 PRICE_MARTS = {"prices", "metrics", "entities"}

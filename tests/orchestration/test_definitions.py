@@ -15,8 +15,8 @@ import pytest
 
 from findata.contracts.datasets import dataset_names
 from findata.orchestration.definitions import defs
-from findata.orchestration.landing import LANDING_SOURCES
 from findata.orchestration.sensors import build_landing_sensor
+from findata.sources.landing import LANDING_SOURCES
 from tests.api.server import free_port
 from tests.findata.stopping import command_env, command_group, wait_answering
 

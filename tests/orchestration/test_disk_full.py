@@ -29,11 +29,11 @@ from findata.api.app import create_app
 from findata.control_plane import schema
 from findata.control_plane.database import engine_for
 from findata.orchestration.refresh import run_refresh
-from findata.published import current_version
+from findata.published.versions import current_version
 from findata.settings import Settings, get_settings
 from tests.api.server import serve, start_clock
 from tests.orchestration.dagster_runs import step_errors
-from tests.orchestration.landing_edits import add_price_day, next_session
+from tests.sources.landing_edits import add_price_day, next_session
 
 # checked before the demo fixture is built, which takes minutes
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")

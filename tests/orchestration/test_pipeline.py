@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import os
 import shutil
 import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,14 +27,19 @@ from findata.control_plane.database import engine_for
 from findata.orchestration import warm_dbt
 from findata.orchestration.assets import dbt as dbt_assets_module
 from findata.orchestration.build_inputs import last_built
-from findata.orchestration.publish import FAULT_AFTER_VERSION_FILE, FAULT_ENV
-from findata.orchestration.published_diff import published_differences
-from findata.orchestration.readers.security_master import read_security_master
 from findata.orchestration.refresh import RefreshOutcome, run_refresh
-from findata.published import attach_version, current_version_at, open_version, version_part_files
+from findata.published.diff import published_differences
+from findata.published.versions import (
+    attach_version,
+    current_version_at,
+    open_version,
+    version_part_files,
+)
 from findata.settings import Settings, get_settings
+from findata.sources.readers.security_master import read_security_master
+from tests.faults import DIED, REFRESH, python_dying_at
 from tests.orchestration.dagster_runs import kill_refresh_when_dbt_logs, step_errors
-from tests.orchestration.landing_edits import (
+from tests.sources.landing_edits import (
     add_price_day,
     add_split_mid_history,
     file_13f_with_cover_total_off,
@@ -355,10 +358,9 @@ def steps(two_week_old_demo: PublishedDemo, tmp_path_factory: pytest.TempPathFac
 
         # a refresh killed after writing its version file, before the commit; then again
         add_price_day(landing, next_session(day), gainers[:1])
-        env = {**os.environ, FAULT_ENV: FAULT_AFTER_VERSION_FILE}
+        # (dies as it starts writing the version's row: its file is in place, nothing committed)
         crashed = subprocess.run(
-            [str(Path(sys.executable).parent / "findata"), "refresh"],
-            env=env,
+            python_dying_at("findata.published.publish:_insert_records", REFRESH),
             capture_output=True,
             text=True,
             timeout=900,
@@ -771,7 +773,7 @@ def test_dbt_runs_to_its_end_while_its_step_reads_none_of_its_output(steps: Step
 
 
 def test_a_crash_before_the_commit_then_a_rerun_publishes_exactly_once(steps: Steps) -> None:
-    assert steps.facts["crash_returncode"] == 99
+    assert steps.facts["crash_returncode"] == DIED
     crashed, before = steps.snapshots["crashed"], steps.snapshots["bar_restated"]
     assert len(crashed.versions) == len(before.versions)  # the crashed version is not current
     assert len(crashed.records) == len(before.records)

@@ -36,10 +36,10 @@ from findata.orchestration.dagster_instance import (
     dagster_postgres_url,
     instance_config,
 )
-from findata.orchestration.publish_lock import PUBLISH_LOCK_KEY
 from findata.orchestration.refresh import RefreshOutcome, run_refresh
-from findata.published import current_version, current_version_at, read_part_files
-from findata.published_bucket import PublishedBucket, version_parts_in_bucket
+from findata.published.bucket import PublishedBucket, version_parts_in_bucket
+from findata.published.lock import PUBLISH_LOCK_KEY
+from findata.published.versions import current_version, current_version_at, read_part_files
 from findata.settings import Settings, get_settings
 from tests.api.server import free_port
 from tests.databases import fresh_postgres_database
@@ -225,7 +225,7 @@ def _start_publisher(
     env = {**os.environ, **settings, "FINDATA_HOME": str(home), "FINDATA_DATABASE_URL": url}
     with log.open("w") as stderr:
         return subprocess.Popen(
-            [sys.executable, "-m", "tests.orchestration.publisher"],
+            [sys.executable, "-m", "tests.published.publisher"],
             cwd=ROOT,
             env=env,
             stdout=subprocess.PIPE,

@@ -26,12 +26,12 @@ import pytest
 from conftest import PublishedDemo
 
 from findata.orchestration.refresh_lock import hold_refresh_lock, refresh_lock_path
-from findata.published import current_version_at
+from findata.published.versions import current_version_at
 from findata.settings import Settings, get_settings
 from tests.api.server import free_port
 from tests.findata.stopping import command_env, command_group, send, wait_answering, wait_group_gone
 from tests.orchestration.dagster_runs import refresh_when_dbt_logs
-from tests.orchestration.landing_edits import add_price_day, next_session
+from tests.sources.landing_edits import add_price_day, next_session
 
 FINDATA = Path(sys.executable).parent / "findata"
 

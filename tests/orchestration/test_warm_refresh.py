@@ -25,10 +25,10 @@ import pytest
 from conftest import PublishedDemo
 
 from findata.orchestration.warm_refresh import server_address
-from findata.published import current_version_at
+from findata.published.versions import current_version_at
 from findata.settings import get_settings
 from tests.orchestration.dagster_runs import kill_refresh_when_dbt_logs
-from tests.orchestration.landing_edits import add_price_day, next_session
+from tests.sources.landing_edits import add_price_day, next_session
 
 FINDATA = Path(sys.executable).parent / "findata"
 

@@ -45,9 +45,9 @@ from findata.webhooks.tables import webhook_attempts, webhook_deliveries
 from findata.webhooks.url_safety import UrlPolicy, system_resolver
 from tests.api.server import free_port, wait_until_serving
 from tests.databases import fresh_postgres_database
-from tests.orchestration.landing_edits import add_price_day, next_session
 from tests.s3_server import AWS_ENV, s3_server
 from tests.scale_out.reverse_proxy import ReverseProxy, reverse_proxy
+from tests.sources.landing_edits import add_price_day, next_session
 from tests.webhooks.receiver import LoopbackCertificates, Receiver
 
 FINDATA = Path(sys.executable).parent / "findata"

@@ -21,8 +21,8 @@ import duckdb
 import pytest
 from conftest import FIXTURES
 
-from findata.orchestration.demo.documents import Address, Filing13F, Holding13F
-from findata.orchestration.demo.sec_formats import (
+from findata.demo.documents import Address, Filing13F, Holding13F
+from findata.demo.sec_formats import (
     form13f_file_names,
     form13f_information_table_xml,
     form13f_primary_doc_xml,

@@ -12,7 +12,7 @@ import duckdb
 import pytest
 from conftest import Demo, run_dbt
 
-from findata.orchestration.demo.sizes import SIZES
+from findata.demo.sizes import SIZES
 
 
 @pytest.fixture(scope="module")

@@ -9,8 +9,8 @@ import duckdb
 import pandas as pd
 from conftest import run_dbt
 
-from findata.orchestration.landing import read_source
-from findata.orchestration.raw import write_raw_tables
+from findata.sources.landing import read_source
+from findata.sources.raw import write_raw_tables
 
 
 def warehouse_with_landing_added(

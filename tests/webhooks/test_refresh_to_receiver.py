@@ -18,7 +18,7 @@ from findata.api.app import create_app
 from findata.orchestration.refresh import run_refresh
 from findata.settings import Settings, get_settings
 from tests.api.server import RunningApi, serve, start_clock
-from tests.orchestration.landing_edits import add_price_day, next_session
+from tests.sources.landing_edits import add_price_day, next_session
 from tests.webhooks.receiver import LoopbackCertificates, Receiver, make_rig
 
 PriceKey = tuple[int, str]

@@ -1,6 +1,6 @@
 {#
     What an incremental mart's build recomputes, kept for the contract check and the publish
-    step (orchestration/rebuilt_rows.py): `<mart>__rebuilt`, beside the mart, written by its
+    step (findata/published/rebuilt_rows.py): `<mart>__rebuilt`, beside the mart, written by its
     pre-hook in the mart's transaction (the table and the mart's rows change together).
 
     Its columns name the mart's: a column `c` holds the values of `c` whose rows were deleted

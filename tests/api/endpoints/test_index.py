@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from findata.orchestration.demo.sizes import SIZES
+from findata.demo.sizes import SIZES
 from tests.api.endpoints.api_calls import (
     assert_bad_request,
     before_as_of,
