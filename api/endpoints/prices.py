@@ -26,12 +26,9 @@ from findata.api.calls import (
 from findata.api.query import column, fetch_dicts_of_sql, order_by, slot
 from findata.contracts.endpoints import OrderTerm
 
-#: the product of the split ratios after each row's date: prices divide by it, volume multiplies
-SPLIT_FACTOR = sqlglot.parse_one(
-    "COALESCE(EXP(SUM(LN(split_ratio)) OVER (PARTITION BY entity_id ORDER BY date DESC "
-    "ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)), 1.0)",
-    dialect="duckdb",
-)
+#: the prices restated by ``adjust=split``: each divided by the row's published split_factor
+#: (the product of the ratios of every later split, as the pipeline computed it for adj_close in
+#: transforms/models/intermediate/int_price_split_factors.sql), the volume multiplied by it
 ADJUSTED_PRICES = ("open", "high", "low", "close")
 
 #: calendar buckets of the intervals; 1d is the daily row itself, 3d counts trading days
@@ -53,7 +50,7 @@ AGGREGATES = {
     "shares_outstanding": "ARG_MAX(shares_outstanding, date)",
     "return_daily": "EXP(SUM(LN(1 + COALESCE(return_daily, 0)))) - 1",
     "exchange_code": "ARG_MAX(exchange_code, date)",
-    "split_ratio": "EXP(SUM(LN(split_ratio)))",
+    "split_ratio": "PRODUCT(split_ratio)",
     "dividend": "SUM(dividend)",
     "market_cap": "ARG_MAX(market_cap, date)",
 }
@@ -176,8 +173,8 @@ def _ordered_query(shape: Shape, order: tuple[OrderTerm, ...]) -> exp.Select:
 
 
 def _restated_in_todays_shares(base: exp.Select) -> exp.Select:
-    """Prices divided and volume multiplied by the splits after each date."""
-    factored = base.select(exp.alias_(SPLIT_FACTOR.copy(), "split_factor"))
+    """Prices divided and volume multiplied by each row's split factor (the dataset's
+    ``split_factor``: the splits after its date), the same factor ``adj_close`` divides by."""
     replaced = [
         exp.alias_(exp.Div(this=column(name), expression=column("split_factor")), name)
         for name in ADJUSTED_PRICES
@@ -189,7 +186,7 @@ def _restated_in_todays_shares(base: exp.Select) -> exp.Select:
         )
     )
     star = exp.Star(**{"replace": replaced})
-    return exp.select(star).from_(exp.alias_(factored.subquery(), "factored"))
+    return exp.select(star).from_(exp.alias_(base.subquery(), "factored"))
 
 
 def _bucketed(windowed: exp.Select, interval: str, fields: list[str]) -> exp.Select:

@@ -69,6 +69,7 @@ def raw_prices() -> pd.DataFrame:
                     "shares_outstanding": None if i == 0 else 5_000_000,
                     "return_daily": None if i == 0 else 0.1,
                     "split_ratio": 1.0,
+                    "split_factor": 1.0,
                     "dividend": 0.25 if i == 2 else 0.0,
                     "market_cap": None if i == 0 else close * 5_000_000,
                     "exchange_code": exchange,

@@ -48,6 +48,7 @@ BAR = {
     "shares_outstanding": "5000000",
     "return_daily": "0.01",
     "split_ratio": "1.0",
+    "split_factor": "1.0",
     "dividend": "0.0",
     "market_cap": "5e7",
     "exchange_code": "'XNYS'",

@@ -82,6 +82,12 @@ def test_adj_close_is_continuous_across_the_split(
     assert bars[-1]["adj_close"] == pytest.approx(bars[-1]["close"])
     assert bars[0]["return_daily"] is None
     assert sum(1 for bar in bars if bar["split_ratio"] != 1) >= 1
+    # adj_close divides by the published split factor: the product of every later split's ratio
+    later = 1.0
+    for bar in reversed(bars):
+        assert bar["split_factor"] == pytest.approx(later, rel=1e-12)
+        assert bar["adj_close"] == bar["close"] / bar["split_factor"]
+        later *= bar["split_ratio"]
 
 
 def test_dividend_and_row_fields(con: duckdb.DuckDBPyConnection, small_demo: Demo) -> None:
@@ -426,6 +432,7 @@ def test_ticker_only_bars_resolve_on_their_date(
     (after,) = _rows(copy, sql, entity_id, as_of)
     # the inline split puts every earlier bar on the new share basis
     assert after["adj_close"] == pytest.approx(before["adj_close"] / 2)
+    assert after["split_factor"] == before["split_factor"] * 2
     assert bar["return_daily"] == pytest.approx((10.5 + 0.5) * 2 / after["close"] - 1)
     # a bar our layout already gives keeps our values
     plain = scenarios["plain"]["entity_id"]

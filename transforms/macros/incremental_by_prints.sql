@@ -7,7 +7,7 @@
     with that have no inputs any more). The views the mart reads carry the rebuilt keys alone.
     The mart's pre-hook deletes the rebuilt keys' rows, the model appends them again, and its
     post-hook keeps the fingerprint model's prints (`<mart>__inputs_built`, beside that model)
-    for the next build's comparison.
+    for the next build's comparison. A print is `rows_print` (macros/fingerprints.sql).
 
     Both hooks run in the mart's transaction: the rows and the prints change together (a build
     killed before its commit leaves both as they were, and the next compares with the old
@@ -16,13 +16,6 @@
     model names and keeps the prints they were named from: a key changed since is still
     recomputed by the next build that runs both.
 #}
-
-
-{#- The print of a group of rows (`alias`: the rows' relation alias): their count, and the XOR
-    and the sum of their 64-bit hashes (two changes that cancel in one do not in the other). -#}
-{% macro rows_print(alias) -%}
-concat_ws(':', count(*), bit_xor(hash({{ alias }})), sum(hash({{ alias }})::hugeint))
-{%- endmacro %}
 
 
 {#- In the fingerprint model, after a CTE `inputs` (key, inputs_print): the select of each key

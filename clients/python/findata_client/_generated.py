@@ -1160,9 +1160,9 @@ class SyncEndpointMethods(SyncCalls):
     ) -> Rows:
         """Daily prices of securities.
 
-        Daily bars as traded (`close`) with split-and-dividend adjusted `adj_close`, by tickers
-        (comma separated) or `entity_id` values. A ticker resolves to the securities it named on
-        `end` (today when `end` is absent).
+        Daily bars as traded (`close`) with split-adjusted `adj_close` (today's share basis;
+        dividends count in `return_daily`), by tickers (comma separated) or `entity_id` values. A
+        ticker resolves to the securities it named on `end` (today when `end` is absent).
 
         Args:
             tickers: Tickers in the path: comma separated, or a sequence of them. Or pass
@@ -1802,9 +1802,9 @@ class AsyncEndpointMethods(AsyncCalls):
     ) -> AsyncRows:
         """Daily prices of securities.
 
-        Daily bars as traded (`close`) with split-and-dividend adjusted `adj_close`, by tickers
-        (comma separated) or `entity_id` values. A ticker resolves to the securities it named on
-        `end` (today when `end` is absent).
+        Daily bars as traded (`close`) with split-adjusted `adj_close` (today's share basis;
+        dividends count in `return_daily`), by tickers (comma separated) or `entity_id` values. A
+        ticker resolves to the securities it named on `end` (today when `end` is absent).
 
         Args:
             tickers: Tickers in the path: comma separated, or a sequence of them. Or pass

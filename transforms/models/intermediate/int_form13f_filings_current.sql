@@ -15,7 +15,8 @@ complete_reports as (
     select * from filings
     where not adds_holdings
     qualify row_number() over (
-        partition by manager_id, report_date order by filed_date desc, accession desc
+        partition by manager_id, report_date
+        order by {{ filing_order('filed_date', 'accession', latest_first=true) }}
     ) = 1
 ),
 

@@ -95,10 +95,7 @@ mapped as (
         case
             when item_tags.item = 'shares_outstanding' then 'cover'
             when facts.period_start is null then 'instant'
-            when datediff('day', facts.period_start, facts.period_end) between 80 and 100
-                then 'quarterly'
-            when datediff('day', facts.period_start, facts.period_end) between 350 and 380
-                then 'annual'
+            else {{ period_type_of('facts.period_start', 'facts.period_end') }}
         end as period_kind
     from facts
     inner join item_tags

@@ -3,7 +3,8 @@
 -- duration the filing reports; balance-sheet instants join the periods of the same filing that
 -- end that day, and the cover-page shares outstanding joins the filing's own (latest) period.
 -- fiscal_year / fiscal_period name the period itself: the filing's own fy / fp, stepped back by
--- whole years (annual) or quarters (quarterly) for comparatives.
+-- whole years (annual) or quarters (quarterly) for comparatives (fiscal_period_labels,
+-- macros/fiscal_periods.sql).
 
 {%- set duration_items = [
     'revenue', 'cost_of_revenue', 'gross_profit', 'operating_income', 'net_income',
@@ -121,54 +122,36 @@ placed as (
         periods.period_start,
         periods.period_end = own_periods.own_period_end as is_own_period,
         filings.filing_fiscal_year,
-        case filings.filing_fiscal_period
-            when 'Q1' then 1
-            when 'Q2' then 2
-            when 'Q3' then 3
-            when 'Q4' then 4
-            when 'FY' then 4
-        end as filing_quarter,
-        datediff('day', periods.period_end, own_periods.own_period_end) as days_before_own_end
+        filings.filing_fiscal_period,
+        own_periods.own_period_end
     from periods
     inner join filings
         on periods.accession = filings.accession
     inner join own_periods
         on periods.accession = own_periods.accession
-),
-
-fiscal as (
-    select
-        *,
-        -- quarters since year 0 of the period, counted from 0 (quarterly periods)
-        filing_fiscal_year * 4 + filing_quarter - 1
-        - cast(round(days_before_own_end / 91.31) as integer) as fiscal_quarter_index
-    from placed
 )
 
 select
-    fiscal.issuer_entity_id,
-    fiscal.period_end,
-    fiscal.period_type,
-    fiscal.accession,
-    fiscal.known_from,
-    fiscal.form,
-    case
-        when fiscal.period_type = 'annual'
-            then fiscal.filing_fiscal_year - cast(round(fiscal.days_before_own_end / 365.25) as integer)
-        else cast(floor(fiscal.fiscal_quarter_index / 4) as integer)
-    end as fiscal_year,
-    case
-        when fiscal.period_type = 'annual' then 'FY'
-        when fiscal.fiscal_quarter_index is not null
-            then 'Q' || cast(fiscal.fiscal_quarter_index % 4 + 1 as varchar)
-    end as fiscal_period,
-    fiscal.period_start,
-    fiscal.is_own_period,
+    placed.issuer_entity_id,
+    placed.period_end,
+    placed.period_type,
+    placed.accession,
+    placed.known_from,
+    placed.form,
+    {{ fiscal_period_labels(
+        'placed.period_type',
+        'placed.filing_fiscal_year',
+        'placed.filing_fiscal_period',
+        'placed.period_end',
+        'placed.own_period_end'
+    ) }},
+    placed.period_start,
+    placed.is_own_period,
     {%- for item in duration_items + instant_items + ['shares_outstanding'] %}
     pivoted.{{ item }}{{ "," if not loop.last }}
     {%- endfor %}
-from fiscal
+from placed
 left join pivoted
-    on fiscal.accession = pivoted.accession
-    and fiscal.period_type = pivoted.period_type
-    and fiscal.period_end = pivoted.period_end
+    on placed.accession = pivoted.accession
+    and placed.period_type = pivoted.period_type
+    and placed.period_end = pivoted.period_end

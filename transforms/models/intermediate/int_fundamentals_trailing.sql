@@ -8,8 +8,9 @@
 -- Annual rows: their own EPS.
 
 -- Every figure of a row comes from its issuer's statements alone, so the model is incremental
--- by issuer: each row carries inputs_hash, a fingerprint of its issuer's statements (the
--- fundamentals rows and the split index at each period end), and a build recomputes the
+-- by issuer: each row carries inputs_print, a fingerprint of its issuer's statements (the
+-- fundamentals rows and the split index at each period end; rows_print, macros/fingerprints.sql),
+-- and a build recomputes the
 -- issuers whose fingerprint differs from the table's (new, restated or split-adjusted again);
 -- a new trading day changes none. Issuers without statements any more are deleted.
 -- `--full-refresh` (a forced build, or other code) rebuilds the table whole.
@@ -53,10 +54,7 @@ all_statements as (
 issuer_inputs as (
     select
         issuer_entity_id,
-        hash(
-            count(*),
-            bit_xor(hash(period_end, period_type, accession, known_from, revenue, eps, split_index))
-        ) as inputs_hash
+        {{ rows_print('all_statements') }} as inputs_print
     from all_statements
     group by issuer_entity_id
 ),
@@ -65,9 +63,9 @@ issuers_to_build as (
     select issuer_inputs.issuer_entity_id
     from issuer_inputs
     {% if is_incremental() %}
-    left join (select distinct issuer_entity_id, inputs_hash from {{ this }}) as built
+    left join (select distinct issuer_entity_id, inputs_print from {{ this }}) as built
         on issuer_inputs.issuer_entity_id = built.issuer_entity_id
-    where built.inputs_hash is distinct from issuer_inputs.inputs_hash
+    where built.inputs_print is distinct from issuer_inputs.inputs_print
     {% endif %}
 ),
 
@@ -97,7 +95,9 @@ known_versions as (
         partition by
             r.issuer_entity_id, r.period_end, r.period_type, r.accession,
             c.period_end, c.period_type
-        order by c.known_from desc, (c.accession = r.accession) desc, c.accession desc
+        order by {{ filing_order(
+            'c.known_from', 'c.accession', latest_first=true, preferred_accession='r.accession'
+        ) }}
     ) = 1
 ),
 
@@ -110,7 +110,7 @@ year_earlier as (
         revenue as revenue_year_earlier
     from known_versions
     where period_type = r_period_type
-        and period_end between r_period_end - 375 and r_period_end - 355
+        and {{ a_year_before('period_end', 'r_period_end') }}
     qualify row_number() over (
         partition by issuer_entity_id, r_period_end, r_period_type, r_accession
         order by abs(datediff('day', period_end, r_period_end) - 365), period_end desc
@@ -134,7 +134,7 @@ four_quarters as (
         -- aggregate adds in any order, so an unchanged input could publish a changed last digit
         sum(eps_adjusted order by period_end) as eps_sum
     from quarters
-    where period_end > r_period_end - 355
+    where {{ within_a_year_before('period_end', 'r_period_end') }}
     group by issuer_entity_id, r_period_end, r_period_type, r_accession
 ),
 
@@ -149,7 +149,7 @@ annual_anchor as (
     from known_versions
     where r_period_type = 'quarterly'
         and period_type = 'annual'
-        and period_end > r_period_end - 355
+        and {{ within_a_year_before('period_end', 'r_period_end') }}
     qualify row_number() over (
         partition by issuer_entity_id, r_period_end, r_period_type, r_accession
         order by period_end desc
@@ -179,8 +179,7 @@ since_anchor as (
         and current_quarter.r_period_end = earlier_quarter.r_period_end
         and current_quarter.r_period_type = earlier_quarter.r_period_type
         and current_quarter.r_accession = earlier_quarter.r_accession
-        and earlier_quarter.period_end
-        between current_quarter.period_end - 375 and current_quarter.period_end - 355
+        and {{ a_year_before('earlier_quarter.period_end', 'current_quarter.period_end') }}
     where current_quarter.period_end > annual_anchor.anchor_period_end
     group by
         current_quarter.issuer_entity_id,
@@ -200,12 +199,11 @@ select
         when four_quarters.quarters_with_eps = 4 then four_quarters.eps_sum
         when annual_anchor.anchor_period_end = statements.period_end then annual_anchor.anchor_eps
         when since_anchor.quarters = since_anchor.quarters_with_change
-            and since_anchor.quarters = cast(round(
-                datediff('day', annual_anchor.anchor_period_end, statements.period_end) / 91.31
-            ) as integer)
+            and since_anchor.quarters
+            = {{ quarters_between('annual_anchor.anchor_period_end', 'statements.period_end') }}
             then annual_anchor.anchor_eps + since_anchor.eps_change
     end as eps_ttm,
-    issuer_inputs.inputs_hash
+    issuer_inputs.inputs_print
 from statements
 inner join issuer_inputs
     on statements.issuer_entity_id = issuer_inputs.issuer_entity_id

@@ -1,8 +1,9 @@
 -- The market at each fundamentals period end, per issuer: the primary security's last close on
 -- or before the period end (within 7 days, so a delisted or not yet listed security gives none),
 -- the issuer's market value (the prices mart's market_cap of every listed class on its last
--- session in those 7 days, summed) and the primary security's split index at its last bar on or
--- before the period end (the same split basis the prices mart adjusts with).
+-- session in those 7 days, summed) and the primary security's split index at the period end
+-- (int_price_split_factors, where the prices mart's split factor comes from too: the index of
+-- its last split on or before the period end).
 
 -- Materialized as a table: metrics, int_fundamentals_trailing and two tests read it, and each
 -- would otherwise compute it again from every bar.
@@ -51,7 +52,7 @@ split_indexes as (
         entity_id,
         trade_date,
         split_index
-    from {{ ref('int_price_split_indexes') }}
+    from {{ ref('int_price_split_factors') }}
 ),
 
 primary_close as (

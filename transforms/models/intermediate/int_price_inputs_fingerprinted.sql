@@ -8,8 +8,8 @@
 -- whose prints changed (macros/prices_delete_rebuild_scope.sql).
 --
 -- A print is the count, the XOR and the sum of the rows' 64-bit hashes (two changes that cancel
--- in one do not in the other; macros/incremental_by_prints.sql, rows_print), as the published
--- parts are fingerprinted.
+-- in one do not in the other; rows_print, macros/fingerprints.sql), as the published parts are
+-- fingerprinted.
 
 {{ config(materialized='table') }}
 
@@ -60,7 +60,7 @@ label_rows as (
 labels as (
     select
         entity_id,
-        concat_ws(':', count(*), bit_xor(row_hash), sum(row_hash::hugeint)) as labels_print
+        {{ rows_print('row_hash') }} as labels_print
     from label_rows
     group by entity_id
 ),

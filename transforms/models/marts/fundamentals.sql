@@ -36,13 +36,13 @@ with_prior as (
         {%- for item in items %}
         last_value({{ item }} ignore nulls) over (
             partition by issuer_entity_id, period_end, period_type
-            order by known_from, accession
+            order by {{ filing_order('known_from', 'accession') }}
             rows between unbounded preceding and 1 preceding
         ) as prior_{{ item }},
         {%- endfor %}
         lead(known_from) over (
             partition by issuer_entity_id, period_end, period_type
-            order by known_from, accession
+            order by {{ filing_order('known_from', 'accession') }}
         ) as superseded_on
     from filing_periods
 ),

@@ -35,7 +35,8 @@ latest_names as (
         lpad(manager_cik, 10, '0') as cik
     from filings
     qualify row_number() over (
-        partition by manager_id order by filed_date desc, accession desc
+        partition by manager_id
+        order by {{ filing_order('filed_date', 'accession', latest_first=true) }}
     ) = 1
 ),
 

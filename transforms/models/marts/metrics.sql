@@ -62,7 +62,7 @@ one_per_day as (
     select * from joined
     qualify row_number() over (
         partition by issuer_entity_id, period_end, period_type, known_from
-        order by filing_date desc, accession desc
+        order by {{ filing_order('filing_date', 'accession', latest_first=true) }}
     ) = 1
 ),
 
