@@ -18,9 +18,16 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from findata.control_plane.database import engine_for
+from findata.control_plane.database import engine_for, upgrade
 
 POSTGRES_SERVER = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
+
+
+def upgraded(url: str) -> str:
+    """``url``, its control plane migrated to the newest schema as `findata db upgrade` does
+    (every command but that one, ``serve`` and ``demo`` refuses a database never migrated)."""
+    upgrade(url)
+    return url
 
 
 @contextmanager

@@ -14,6 +14,7 @@ import sqlalchemy as sa
 from findata.accounts.counters import AnsweredCall, UsageCounters, usage_counters_for
 from findata.accounts.tables import usage_log
 from findata.accounts.usage import Limits, Reserved, add_usage, count_distinct, usage_in_window
+from tests.databases import upgraded
 
 REDIS = "redis://127.0.0.1:6379/0"
 TEN = dt.datetime(2026, 11, 22, 10, 15, tzinfo=dt.UTC)
@@ -147,7 +148,7 @@ def test_redis_counters_are_shared_between_processes_of_one_control_plane(
     elsewhere_url = f"sqlite:///{tmp_path_factory.mktemp('elsewhere')}/control.sqlite"
     from findata.control_plane.database import engine_for
 
-    elsewhere = usage_counters_for("redis", engine_for(elsewhere_url), REDIS)
+    elsewhere = usage_counters_for("redis", engine_for(upgraded(elsewhere_url)), REDIS)
     try:
         assert first.reserve("acct", TEN, 3, LIMITS) == Reserved(TEN, 3, 3, 0, 0)
         assert second.reserve("acct", TEN, 1, LIMITS) == Reserved(TEN, 4, 4, 0, 0)

@@ -37,7 +37,7 @@ from findata.published import current_version, read_part_files
 from findata.published_bucket import PublishedBucket, bucket_for
 from findata.settings import Settings
 from tests.api.server import findata_serve
-from tests.databases import fresh_postgres_database
+from tests.databases import fresh_postgres_database, upgraded
 from tests.s3_server import AWS_ENV, s3_server
 
 BUCKET = "findata-versions"
@@ -75,6 +75,7 @@ def hosts(
     (home_a / "build").mkdir()
     shutil.copy(published_home / "build" / "warehouse.duckdb", home_a / "build")
     with fresh_postgres_database() as database_url:
+        upgraded(database_url)
         bucket_url = f"s3://{BUCKET}/prod/published"
         a = Settings(
             home=home_a, database_url=database_url, published_url=bucket_url, s3_endpoint_url=s3_url

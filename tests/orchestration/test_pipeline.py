@@ -35,6 +35,7 @@ from findata.orchestration.readers.security_master import read_security_master
 from findata.orchestration.refresh import RefreshOutcome, run_refresh
 from findata.published import attach_version, current_version_at, open_version, version_part_files
 from findata.settings import Settings, get_settings
+from tests.databases import upgraded
 from tests.orchestration.dagster_runs import kill_refresh_when_dbt_logs, step_errors
 from tests.orchestration.landing_edits import (
     add_price_day,
@@ -332,6 +333,7 @@ def steps(two_week_old_demo: PublishedDemo, tmp_path_factory: pytest.TempPathFac
         shutil.copytree(landing, rebuilt_home / "landing")
         patch.setenv("FINDATA_HOME", str(rebuilt_home))
         patch.setenv("DAGSTER_HOME", str(rebuilt_home / "dagster"))
+        upgraded(get_settings().control_plane_url)
         rebuilt = run_refresh(get_settings())
         result.facts["rebuilt"] = rebuilt_home / "published" / f"{rebuilt.version}.duckdb"
         patch.setenv("FINDATA_HOME", str(home))
