@@ -13,10 +13,10 @@ from contextlib import contextmanager
 import pytest
 import sqlalchemy as sa
 
-from findata.accounts import usage_batches
+from findata.accounts.counters import batches as usage_batches
+from findata.accounts.counters.batches import PendingUsage, UsageWriter
 from findata.accounts.tables import usage_log, usage_writes
 from findata.accounts.usage import usage_in_window, window_start
-from findata.accounts.usage_batches import PendingUsage, UsageWriter
 from findata.control_plane.database import engine_for
 from tests.databases import upgraded
 
