@@ -77,7 +77,12 @@ def _imported_modules(files: list[Path]) -> dict[str, Path]:
                 continue
             for name in names:
                 top = name.split(".")[0]
-                sibling = (path.parent / f"{top}.py").exists() or (path.parent / top).is_dir()
+                # a script's folder is on its path (tests, benchmarks); in a package an
+                # absolute import never means a sibling (accounts/counters/redis.py: redis)
+                script = not (path.parent / "__init__.py").exists()
+                sibling = script and (
+                    (path.parent / f"{top}.py").exists() or (path.parent / top).is_dir()
+                )
                 if top != "__future__" and not sibling:
                     found.setdefault(top, path)
     return found
