@@ -87,7 +87,7 @@ usage_log = sa.Table(
     sa.Index("ix_usage_log_subject_at", "subject", "at"),
 )
 
-#: the last usage batch each serving process wrote (accounts/usage_batches.py): a batch retried
+#: the last usage batch each serving process wrote (accounts/counters/batches.py): a batch retried
 #: after a commit whose answer was lost is not added twice (migration 0006)
 usage_writes = sa.Table(
     "usage_writes",

@@ -3,8 +3,8 @@ plane.
 
 One row per subject, window kind and window start; adding is one atomic upsert, so counts stay
 exact with many workers on SQLite or PostgreSQL. These are the durable counts: the counters that
-admit requests (``accounts/counters.py``) either run their transactions here or keep the live
-counts elsewhere and write what they add here in batches (``usage_batches.write_batch``).
+admit requests (``accounts/counters/``) either run their transactions here or keep the live
+counts elsewhere and write what they add here in batches (``counters/batches.py``).
 """
 
 from __future__ import annotations

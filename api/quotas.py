@@ -3,7 +3,7 @@ clock hour, rows per hour and day, distinct entities and index ``as_of`` dates p
 account (all its keys) or, without a key, per IP address.
 
 A request is admitted by reserving its cost (one per ticker or entity_id, per page) on the
-usage counters (``accounts/counters.py``: in memory, in Redis or in the database, as the
+usage counters (``accounts/counters/``: in memory, in Redis or in the database, as the
 settings choose), all or nothing; a request refused afterwards (a 400 from the handler) gives
 its reservation back; a 200, 404, 409 or 5xx keeps it. Rows and entities are added once the
 answer is known. Time comes from the app's clock; slow-downs call an injectable ``sleep``.

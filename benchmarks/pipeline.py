@@ -109,6 +109,8 @@ def main() -> None:
         added_before = _withhold_last_day(landing, held_before)
     else:
         added = added_before = 0
+    # the control plane's migrations, as an operator runs them before the first refresh
+    subprocess.run([str(FINDATA), "db", "upgrade"], env=_environment(home), check=True)
     wall, peak, version = _run(home, "refresh")
     figures["full refresh"] = (wall, peak, version)
     wall, peak, version = _run(home, "refresh")

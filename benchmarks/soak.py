@@ -444,6 +444,7 @@ def build_home(service: Service) -> dict[str, Any]:
         seed=DEFAULT_SEED,
         today=today - dt.timedelta(days=14),
     )
+    service.findata("db", "upgrade")
     service.findata("refresh")
     return json.loads(result.scenarios_path.read_text())
 

@@ -29,7 +29,7 @@ import sqlalchemy as sa
 from findata.accounts.store import AccountStore
 from findata.clock import SystemClock
 from findata.control_plane import schema
-from findata.control_plane.database import engine_for
+from findata.control_plane.database import engine_for, upgrade
 from findata.settings import Settings
 from findata.webhooks.dev_tls import make_loopback_certificates
 from findata.webhooks.endpoints import WebhookEndpoints
@@ -104,6 +104,7 @@ def main() -> None:
         webhooks_allow_private=True,
         webhooks_ca_bundle=tls.ca,
     )
+    upgrade(settings.control_plane_url)
     engine = engine_for(settings.control_plane_url)
     clock = SystemClock()
     accounts = AccountStore(engine, clock)

@@ -41,7 +41,9 @@ class FindataCommands(typer.Typer):
     """The command line, whose failure is a log line: an exception that ends a command (at
     start-up, say: a database out of reach, a setting refused) is logged once in
     FINDATA_LOG_FORMAT (in JSON, one line with the traceback as a field), and the command exits
-    1; not Typer's box-drawn traceback of every frame's variables."""
+    1; not Typer's box-drawn traceback of every frame's variables. A control plane that was
+    never migrated (or is behind) is the operator's to fix, not a fault: its line is the message
+    naming `findata db upgrade`, without a traceback."""
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         try:
@@ -58,11 +60,14 @@ def _log_failure(error: Exception) -> None:
 
     if not _logging_configured.is_set():
         configure_logging(_log_format_of_environment())
+    # only raised by the control plane's module: imported already when it is the error
+    database = sys.modules.get("findata.control_plane.database")
+    told = database is not None and isinstance(error, database.ControlPlaneNotUpgraded)
     log.critical(
         "findata failed: %s: %s",
         type(error).__name__,
         error,
-        exc_info=error,
+        exc_info=None if told else error,
         extra=log_fields(("error",), error=type(error).__name__),
     )
 
@@ -132,13 +137,17 @@ def demo(
     port: Annotated[int, typer.Option(help="Port of the API.")] = 8000,
     seed: Annotated[int | None, typer.Option(help="Seed of the generator.")] = None,
 ) -> None:
-    """Generate the demo universe if landing is empty, run the pipeline, then serve the API."""
+    """Migrate the control plane, generate the demo universe if landing is empty, run the
+    pipeline, then serve the API."""
+    from findata.control_plane.database import upgrade
     from findata.demo.generate import DEFAULT_SEED, generate_demo, landing_is_empty
     from findata.orchestration.dbt_manifest import start_parse
 
     if not no_serve:  # the refresh's events name the change feed of the API served below
         _base_url_defaults_to(DEMO_HOST, port)
     settings = get_settings()
+    # the demo's home is made here: its control plane too (the refresh and the API read it)
+    upgrade(settings.control_plane_url)
     # the refresh below needs the parsed dbt project (seconds on a new home, in a subprocess):
     # it is made on the other core while this process generates the demo
     start_parse(settings)
@@ -331,7 +340,8 @@ def serve(
         bool, typer.Option("--webhooks", help="Also run the webhook delivery worker.")
     ] = False,
 ) -> None:
-    """Serve the API (uvicorn; each worker builds the app from the environment)."""
+    """Migrate the control plane, then serve the API (uvicorn; each worker builds the app from
+    the environment)."""
     _serve(host, port, workers, webhooks)
 
 
@@ -416,10 +426,13 @@ def ui(
 
     import sqlalchemy as sa
 
+    from findata.control_plane.database import require_upgraded
     from findata.orchestration.dagster_instance import prepare_dagster_home
     from findata.shutdown import GracefulStop
 
     settings = get_settings()
+    # the runs the UI and the schedule launch publish to it: refused now, not in every run
+    require_upgraded(settings.control_plane_url)
     dagster_home = prepare_dagster_home(settings)
     # run in DAGSTER_HOME: `dagster dev` warns that a dagster.yaml in its working folder is
     # ignored when DAGSTER_HOME is elsewhere; the home, made absolute, stays the same
@@ -638,19 +651,14 @@ def keys_list(account: Annotated[str, typer.Option()]) -> None:
 
 @db_app.command("upgrade")
 def db_upgrade() -> None:
-    """Apply the control-plane migrations (they also run on first use)."""
-    from findata.control_plane.database import upgrade
+    """Apply the control-plane migrations not yet applied (a new database gets the whole
+    schema; running it again changes nothing). `findata serve` and `findata demo` run it as
+    they start; every other command refuses a database that is not at the newest migration."""
+    from findata.control_plane.database import redacted, upgrade
 
     url = get_settings().control_plane_url
     upgrade(url)
-    typer.echo(f"control plane at {_redacted(url)} is at the newest schema")
-
-
-def _redacted(url: str) -> str:
-    """A database URL without its password."""
-    from sqlalchemy.engine import make_url
-
-    return make_url(url).render_as_string(hide_password=True)
+    typer.echo(f"control plane at {redacted(url)} is at the newest schema")
 
 
 @contracts_app.command("check")

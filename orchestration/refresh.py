@@ -88,6 +88,12 @@ def run_refresh(
         # (seconds, in a subprocess): under way on the other core while Dagster and the
         # definitions import here (once a process has them, it has a manifest)
         start_parse(settings)
+    from findata.control_plane.database import require_upgraded
+
+    # the run publishes to the control plane: a database never migrated is refused now (while
+    # dbt and the parse start on the other core), with the message naming `findata db
+    # upgrade`, not as a failed step of the run
+    require_upgraded(settings.control_plane_url)
     import dagster as dg
 
     from findata.orchestration.assets.build_inputs import BUILD_INPUTS

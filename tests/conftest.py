@@ -21,7 +21,7 @@ from findata.orchestration.refresh import RefreshOutcome, run_refresh
 from findata.settings import get_settings
 from findata.sources.landing import LandingTables, read_all_landing
 from findata.sources.raw import write_raw_tables
-from tests.databases import disposing_cached_engine, fresh_postgres_database
+from tests.databases import disposing_cached_engine, fresh_postgres_database, upgraded
 
 # the API over real HTTP: session servers and their helpers; the accounts' stores
 pytest_plugins = (
@@ -101,6 +101,7 @@ def two_week_old_demo(
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("FINDATA_HOME", str(home))
         patch.setenv("DAGSTER_HOME", str(home / "dagster"))
+        upgraded(get_settings().control_plane_url)
         first = run_refresh(get_settings())
     assert first.success and first.version, first
     return PublishedDemo(home, json.loads(generated.scenarios_path.read_text()), first)
@@ -153,7 +154,8 @@ def postgres_url() -> Iterator[str]:
 
 @pytest.fixture(params=["sqlite", "postgresql"])
 def control_plane_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """An empty control-plane database of this test's own, on SQLite and on PostgreSQL."""
+    """An empty control-plane database of this test's own, on SQLite and on PostgreSQL (never
+    migrated: ``upgraded(url)`` migrates it)."""
     if request.param == "sqlite":
         with disposing_cached_engine(f"sqlite:///{tmp_path}/control.sqlite") as url:
             yield url

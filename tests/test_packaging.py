@@ -4,15 +4,19 @@ pipeline outside the checkout (contracts, migrations, the dbt project, the Dagst
 
 from __future__ import annotations
 
+import ast
 import os
 import shutil
 import subprocess
 import sys
 import tomllib
 import zipfile
+from importlib.metadata import packages_distributions
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parents[1]
 PIP = (sys.executable, "-m", "pip")
@@ -48,6 +52,74 @@ def test_every_folder_is_an_installed_package() -> None:
             ignored = NOT_PACKAGED & set(folder.relative_to(ROOT).parts)
             if folder.is_dir() and not ignored and any(p.is_file() for p in folder.iterdir()):
                 assert folder in listed, f"{folder.relative_to(ROOT)} is not installed"
+
+
+def _declared(pyproject: Path, *extras: str) -> set[str]:
+    """The distributions ``pyproject`` declares (its dependencies and those of ``extras``)."""
+    project = tomllib.loads(pyproject.read_text())["project"]
+    requirements = [*project["dependencies"]]
+    for extra in extras:
+        requirements += project["optional-dependencies"][extra]
+    return {canonicalize_name(Requirement(text).name) for text in requirements}
+
+
+def _imported_modules(files: list[Path]) -> dict[str, Path]:
+    """Every top-level module ``files`` import (at module level or inside a function), with
+    one file importing it; relative imports, ``__future__`` and sibling modules left out."""
+    found: dict[str, Path] = {}
+    for path in files:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [node.module]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            else:
+                continue
+            for name in names:
+                top = name.split(".")[0]
+                # a script's folder is on its path (tests, benchmarks); in a package an
+                # absolute import never means a sibling (accounts/counters/redis.py: redis)
+                script = not (path.parent / "__init__.py").exists()
+                sibling = script and (
+                    (path.parent / f"{top}.py").exists() or (path.parent / top).is_dir()
+                )
+                if top != "__future__" and not sibling:
+                    found.setdefault(top, path)
+    return found
+
+
+#: what each body of code may import: the distributions its pyproject declares (with extras)
+CODE_AND_DECLARATIONS = (
+    (tuple(_setuptools_config()["package-dir"].values()), ROOT / "pyproject.toml", ()),
+    (("tests", "benchmarks"), ROOT / "pyproject.toml", ("test",)),
+    (("clients/python/findata_client",), ROOT / "clients/python/pyproject.toml", ("all",)),
+)
+#: our own import names (the server's namespace, its client, the tests' helpers)
+OURS = {"findata", "findata_client", "tests", "conftest"}
+
+
+@pytest.mark.parametrize(
+    ("folders", "pyproject", "extras"), CODE_AND_DECLARATIONS, ids=lambda v: str(v)[:40]
+)
+def test_every_imported_distribution_is_declared(
+    folders: tuple[str, ...], pyproject: Path, extras: tuple[str, ...]
+) -> None:
+    """A module imported from a distribution only another dependency brings (starlette through
+    fastapi, say) works until that dependency changes its own: each is declared itself."""
+    files = [p for folder in folders for p in (ROOT / folder).rglob("*.py")]
+    declared = _declared(pyproject, *extras)
+    providers = packages_distributions()
+    undeclared = {}
+    for module, path in sorted(_imported_modules(files).items()):
+        if module in sys.stdlib_module_names or module in OURS:
+            continue
+        # a module several distributions fill (dbt: dbt-core and its adapters) needs one of them
+        distributions = {canonicalize_name(name) for name in providers.get(module, [])}
+        if not distributions & declared:
+            undeclared[module] = (sorted(distributions), str(path.relative_to(ROOT)))
+    assert not undeclared, (
+        f"imported but not declared in {pyproject.relative_to(ROOT)}: {undeclared}"
+    )
 
 
 @pytest.fixture(scope="module")

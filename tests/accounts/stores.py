@@ -11,12 +11,13 @@ from findata.accounts.billing import Billing, RecordingProvider
 from findata.accounts.store import AccountStore
 from findata.clock import ManualClock
 from findata.control_plane.database import engine_for
+from tests.databases import upgraded
 
 
 @pytest.fixture
 def engine(control_plane_url: str) -> sa.Engine:
     """This test's control plane, empty and migrated."""
-    return engine_for(control_plane_url)
+    return engine_for(upgraded(control_plane_url))
 
 
 @pytest.fixture

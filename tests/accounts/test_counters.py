@@ -5,15 +5,19 @@ counts on the control plane once what is pending is written."""
 from __future__ import annotations
 
 import datetime as dt
+import inspect
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
 
+from findata.accounts import counters as counters_package
 from findata.accounts.counters import AnsweredCall, UsageCounters, usage_counters_for
 from findata.accounts.tables import usage_log
 from findata.accounts.usage import Limits, Reserved, add_usage, count_distinct, usage_in_window
+from tests.databases import upgraded
 
 REDIS = "redis://127.0.0.1:6379/0"
 TEN = dt.datetime(2026, 11, 22, 10, 15, tzinfo=dt.UTC)
@@ -26,6 +30,25 @@ def counters(request: pytest.FixtureRequest, engine: sa.Engine) -> Iterator[Usag
     made = usage_counters_for(request.param, engine, REDIS)
     yield made
     made.close()
+
+
+def test_each_kind_is_one_module_behind_the_one_interface(counters: UsageCounters) -> None:
+    """The counters of kind K are ``accounts/counters/K.py``'s, made from the interface (which
+    refuses a backend missing a method); the interface's methods are what a backend offers."""
+    assert isinstance(counters, UsageCounters)
+    assert type(counters).__module__ == f"findata.accounts.counters.{counters.kind}"
+    offered = {
+        name
+        for name, member in inspect.getmembers(type(counters), inspect.isfunction)
+        if not name.startswith("_")
+    }
+    assert offered == UsageCounters.__abstractmethods__
+
+
+def test_the_counters_folder_holds_the_interface_its_backends_and_their_writer() -> None:
+    folder = Path(counters_package.__file__).parent
+    modules = {path.stem for path in folder.glob("*.py")}
+    assert modules == {"__init__", "interface", "batches", "memory", "database", "redis"}
 
 
 def _durable(engine: sa.Engine, subject: str, at: dt.datetime) -> dict[str, tuple[int, int]]:
@@ -147,7 +170,7 @@ def test_redis_counters_are_shared_between_processes_of_one_control_plane(
     elsewhere_url = f"sqlite:///{tmp_path_factory.mktemp('elsewhere')}/control.sqlite"
     from findata.control_plane.database import engine_for
 
-    elsewhere = usage_counters_for("redis", engine_for(elsewhere_url), REDIS)
+    elsewhere = usage_counters_for("redis", engine_for(upgraded(elsewhere_url)), REDIS)
     try:
         assert first.reserve("acct", TEN, 3, LIMITS) == Reserved(TEN, 3, 3, 0, 0)
         assert second.reserve("acct", TEN, 1, LIMITS) == Reserved(TEN, 4, 4, 0, 0)

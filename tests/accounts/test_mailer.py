@@ -39,6 +39,7 @@ from findata.clock import ManualClock, as_utc
 from findata.control_plane.database import engine_for
 from findata.control_plane.schema import account_notices as N
 from findata.settings import Settings
+from tests.databases import upgraded
 
 START = dt.datetime(2026, 11, 22, 9, 30, tzinfo=dt.UTC)
 SECRET_LINK = "https://findata.example/reset?token=s3cr3t-9f2c4e1a"
@@ -124,7 +125,7 @@ def clock() -> ManualClock:
 
 @pytest.fixture
 def sqlite_engine(tmp_path: Path) -> Iterator[sa.Engine]:
-    engine = engine_for(f"sqlite:///{tmp_path}/c.sqlite")
+    engine = engine_for(upgraded(f"sqlite:///{tmp_path}/c.sqlite"))
     yield engine
     engine.dispose()
 

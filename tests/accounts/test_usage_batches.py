@@ -13,11 +13,12 @@ from contextlib import contextmanager
 import pytest
 import sqlalchemy as sa
 
-from findata.accounts import usage_batches
+from findata.accounts.counters import batches as usage_batches
+from findata.accounts.counters.batches import PendingUsage, UsageWriter
 from findata.accounts.tables import usage_log, usage_writes
 from findata.accounts.usage import usage_in_window, window_start
-from findata.accounts.usage_batches import PendingUsage, UsageWriter
 from findata.control_plane.database import engine_for
+from tests.databases import upgraded
 
 AT = dt.datetime(2026, 3, 2, 15, 30, tzinfo=dt.UTC)
 SUBJECT = "acct_0123456789abcdef"
@@ -77,7 +78,7 @@ def _recorded(engine: sa.Engine) -> tuple[int, int, int]:
 @pytest.fixture
 def writer(control_plane_url: str) -> Iterator[UsageWriter]:
     """A writer that writes only when the test says (its thread waits an hour)."""
-    written = UsageWriter(engine_for(control_plane_url), PendingUsage(), interval=3600)
+    written = UsageWriter(engine_for(upgraded(control_plane_url)), PendingUsage(), interval=3600)
     yield written
     written.engine = engine_for(control_plane_url)
     written.close()

@@ -37,7 +37,7 @@ from findata.control_plane.schema import versions
 from findata.orchestration.refresh import run_refresh
 from findata.published.versions import open_version
 from findata.settings import Settings, get_settings
-from tests.databases import fresh_postgres_database
+from tests.databases import fresh_postgres_database, upgraded
 
 if TYPE_CHECKING:
     from conftest import Demo
@@ -174,7 +174,8 @@ def copy_published_home(published_home: Path, home: Path, database_url: str | No
     source = engine_for(Settings(home=published_home).control_plane_url)
     with source.connect() as connection:
         rows = [dict(row._mapping) for row in connection.execute(sa.select(versions))]
-    with engine_for(database_url).begin() as connection:
+    # the server would migrate it as it starts; the rows go in before
+    with engine_for(upgraded(database_url)).begin() as connection:
         connection.execute(versions.insert(), rows)
     return Settings(home=home, database_url=database_url)
 
@@ -192,6 +193,7 @@ def published_home(small_demo: Demo, tmp_path_factory: pytest.TempPathFactory) -
     shutil.copytree(small_demo.home / "demo", home / "demo")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("FINDATA_HOME", str(home))
+        upgraded(get_settings().control_plane_url)
         outcome = run_refresh(get_settings())
     assert outcome.success and outcome.version, outcome
     return home
@@ -216,7 +218,7 @@ def api_postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningAp
     """The API with its control plane on a real PostgreSQL database of its own."""
     clock = start_clock()
     with fresh_postgres_database() as url:
-        settings = Settings(home=tmp_path_factory.mktemp("pg-home"), database_url=url)
+        settings = Settings(home=tmp_path_factory.mktemp("pg-home"), database_url=upgraded(url))
         with serve(create_app(settings, clock), clock) as running:
             yield running
 

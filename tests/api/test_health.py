@@ -22,7 +22,7 @@ from findata.api.app import create_app
 from findata.api.health import CHECK_SECONDS
 from findata.settings import Settings
 from tests.api.server import RunningApi, copy_published_home, free_port, serve, start_clock
-from tests.databases import PrivatePostgres, private_postgres
+from tests.databases import PrivatePostgres, private_postgres, upgraded
 
 REDIS_URL = "redis://127.0.0.1:6379/9"  # this suite's Redis database (never flushed here)
 #: what a probe may take at most against a hung dependency: the checks' time limit and room
@@ -79,7 +79,9 @@ def test_not_ready_while_the_control_plane_is_unreachable(
 
 
 def test_not_ready_without_a_published_version(tmp_path: Path) -> None:
-    with served(Settings(home=tmp_path / "empty-home")) as api:
+    settings = Settings(home=tmp_path / "empty-home")
+    upgraded(settings.control_plane_url)
+    with served(settings) as api:
         healthz, readyz = probe(api)
     assert healthz.status_code == 200
     assert readyz.status_code == 503

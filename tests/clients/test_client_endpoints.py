@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from findata_client import Client, Rows
-from findata_client._generated import ENDPOINTS
+from findata_client.spec import ENDPOINTS
 from tests.api.endpoints.api_calls import get, ok_body
 from tests.api.server import RunningApi
 

@@ -21,8 +21,8 @@ from findata.accounts.ips import block_ip, unblock_ip
 from findata.api.errors import ApiError
 from findata.contracts.errors import load_errors
 from findata_client import Client, FindataError
-from findata_client._generated import ERROR_CLASSES
 from findata_client.errors import (
+    ERROR_CLASSES,
     AmbiguousTickerError,
     PaginationLimitReachedError,
     UnauthorizedError,

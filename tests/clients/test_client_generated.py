@@ -1,13 +1,17 @@
-"""The client's generated module against the contracts: up to date (the generator's check mode
+"""The client's generated modules against the contracts: up to date (the generator's check mode
 fails on a stale copy) and ruff-clean, one method per endpoint with the contract's parameters on
 both clients, every field typed as its dataset contract types it, one exception class per
-error code; and the client imports without the server's package."""
+error code; the client imports without the server's package; and its imports point one way:
+the generated modules over the hand-written ones, which never import them, with no cycle."""
 
 from __future__ import annotations
 
+import ast
 import inspect
+import shutil
 import subprocess
 import sys
+from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
 
 import pytest
@@ -16,12 +20,18 @@ from findata.contracts.datasets import dataset_names, load_dataset_contract
 from findata.contracts.endpoints import endpoint_names, load_endpoint_contract
 from findata.contracts.errors import load_errors
 from findata_client import AsyncClient, Client, FindataError
-from findata_client._generated import ENDPOINTS, ERROR_CLASSES
+from findata_client.errors import ERROR_CLASSES
+from findata_client.spec import ENDPOINTS
 
 REPO = Path(__file__).resolve().parents[2]
 CLIENT = REPO / "clients" / "python"
 GENERATOR = CLIENT / "generate.py"
-GENERATED = CLIENT / "findata_client" / "_generated.py"
+PACKAGE = CLIENT / "findata_client"
+#: the modules generate.py writes
+GENERATED = ("errors.py", "spec.py", "client.py")
+#: the package's face and the applications built on the client: they use the generated client
+#: as a user does (the package's names, the replica, the ``findata-python`` command)
+ON_TOP = {"findata_client", "findata_client.replica", "findata_client.cli"}
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -30,25 +40,77 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_the_generated_module_is_up_to_date() -> None:
+def test_the_generated_modules_are_up_to_date() -> None:
     result = _run(str(GENERATOR), "--check")
     assert result.returncode == 0, result.stderr
 
 
 def test_check_mode_fails_on_a_stale_module(tmp_path: Path) -> None:
-    stale = tmp_path / "_generated.py"
-    stale.write_text(GENERATED.read_text().replace("Daily prices of securities", "Old prices"))
-    result = _run(str(GENERATOR), "--check", "--output", str(stale))
+    for name in GENERATED:
+        shutil.copy(PACKAGE / name, tmp_path / name)
+    assert _run(str(GENERATOR), "--check", "--output-dir", str(tmp_path)).returncode == 0
+    client = tmp_path / "client.py"
+    client.write_text(client.read_text().replace("Daily prices of securities", "Old prices"))
+    result = _run(str(GENERATOR), "--check", "--output-dir", str(tmp_path))
     assert result.returncode == 1
-    assert "out of date" in result.stderr
-    missing = _run(str(GENERATOR), "--check", "--output", str(tmp_path / "absent.py"))
-    assert missing.returncode == 1
+    assert "client.py" in result.stderr and "out of date" in result.stderr
+    (tmp_path / "spec.py").unlink()
+    missing = _run(str(GENERATOR), "--check", "--output-dir", str(tmp_path))
+    assert missing.returncode == 1 and "spec.py" in missing.stderr
 
 
-def test_the_generated_module_is_ruff_clean() -> None:
+def test_the_generated_modules_are_ruff_clean() -> None:
+    files = [str(PACKAGE / name) for name in GENERATED]
     for command in (("check",), ("format", "--check")):
-        result = _run("-m", "ruff", *command, str(GENERATED), str(GENERATOR))
+        result = _run("-m", "ruff", *command, *files, str(GENERATOR))
         assert result.returncode == 0, result.stdout + result.stderr
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _client_imports() -> dict[str, set[str]]:
+    """Each module of the package and the package's modules it imports: at its top, inside a
+    function, or for type checking only (each is a dependency of its design)."""
+    modules = {_module_name(path): path for path in PACKAGE.glob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                # `from findata_client import errors` imports the module errors
+                named = [f"{node.module}.{alias.name}" for alias in node.names]
+                found |= {n for n in named if n in modules} or {node.module}
+            elif isinstance(node, ast.Import):
+                found |= {alias.name for alias in node.names}
+        graph[name] = {target for target in found if target in modules and target != name}
+    return graph
+
+
+def _generated_modules() -> set[str]:
+    """The modules whose text says generate.py wrote them."""
+    marker = "GENERATED by clients/python/generate.py"
+    return {_module_name(p) for p in PACKAGE.glob("*.py") if marker in p.read_text()[:600]}
+
+
+def test_the_generated_modules_are_the_ones_the_generator_writes() -> None:
+    assert _generated_modules() == {f"findata_client.{Path(n).stem}" for n in GENERATED}
+
+
+def test_imports_point_one_way_from_the_generated_modules_to_the_hand_written_ones() -> None:
+    graph = _client_imports()
+    generated = _generated_modules()
+    hand_written = set(graph) - generated - ON_TOP
+    for module in hand_written:
+        assert not graph[module] & (generated | ON_TOP), (module, graph[module])
+    for module in generated:
+        assert not graph[module] & ON_TOP, (module, graph[module])
+    try:
+        tuple(TopologicalSorter(graph).static_order())
+    except CycleError as cycle:
+        pytest.fail(f"an import cycle in findata_client: {cycle.args[1]}")
 
 
 @pytest.mark.parametrize("client_class", [Client, AsyncClient])
@@ -124,9 +186,9 @@ def test_the_client_imports_without_the_server_package() -> None:
         "import findata_client, findata_client.client, findata_client.errors\n"
         "import findata_client.endpoints, findata_client.results, findata_client.transport\n"
         "import findata_client.retry, findata_client.params, findata_client.frames\n"
-        "import findata_client.notices, findata_client.calls, findata_client._generated\n"
+        "import findata_client.notices, findata_client.spec, findata_client.base_client\n"
         "from findata_client.errors import NotFoundError, CursorExpiredError\n"
-        "from findata_client.endpoints import ENDPOINTS\n"
+        "from findata_client.spec import ENDPOINTS\n"
         "findata_client.Client(api_key='k', base_url='http://127.0.0.1:9').close()\n"
         "assert 'findata' not in [m.split('.')[0] for m in sys.modules if sys.modules[m]]\n"
         "print('ok')\n"

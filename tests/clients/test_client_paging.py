@@ -15,7 +15,7 @@ import pyarrow as pa
 import pytest
 
 from findata_client import Client, FindataWarning
-from findata_client._generated import ENDPOINTS
+from findata_client.spec import ENDPOINTS
 from tests.api.endpoints.api_calls import get, ok_body
 from tests.api.server import RunningApi
 

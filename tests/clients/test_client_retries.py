@@ -20,8 +20,8 @@ import pytest
 from findata.accounts.ips import block_ip, unblock_ip
 from findata.api.errors import ApiError
 from findata_client import Client, FindataConnectionError, FindataError, __version__
-from findata_client._generated import ERROR_CLASSES
 from findata_client.errors import (
+    ERROR_CLASSES,
     BurstLimitReachedError,
     QueryTimeoutError,
     RequestTimeoutError,

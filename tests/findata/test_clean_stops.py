@@ -22,7 +22,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from findata.accounts.counters import DatabaseCounters
+from findata.accounts.counters.database import DatabaseCounters
 from findata.accounts.store import AccountStore
 from findata.clock import SystemClock
 from findata.contracts.plans import plan

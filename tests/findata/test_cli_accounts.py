@@ -13,13 +13,32 @@ import sqlalchemy as sa
 
 from findata.accounts.keys import is_complete_key, key_hash
 from tests.api.server import findata_serve
+from tests.databases import upgraded
 from tests.findata.cli_runner import Cli
 
 
 @pytest.fixture
-def cli(control_plane_url: str, tmp_path: Path) -> Cli:
+def new_cli(control_plane_url: str, tmp_path: Path) -> Cli:
+    """The console script on a control plane never migrated (a new home, a new database)."""
     database_url = None if control_plane_url.startswith("sqlite") else control_plane_url
     return Cli(tmp_path / "home", database_url)
+
+
+@pytest.fixture
+def cli(new_cli: Cli) -> Cli:
+    """The console script on a control plane migrated as `findata db upgrade` does."""
+    upgraded(new_cli.url)
+    return new_cli
+
+
+def test_a_control_plane_never_migrated_is_refused_until_db_upgrade(new_cli: Cli) -> None:
+    created = ("accounts", "create", "--email", "first@example.com", "--plan", "pro")
+    refused = new_cli.run(*created)
+    assert refused.returncode == 1 and refused.stdout == ""
+    (line,) = refused.stderr.strip().splitlines()  # one log line, no traceback
+    assert "has no findata schema yet: run `findata db upgrade` first" in line, line
+    assert "newest schema" in new_cli.run("db", "upgrade").stdout
+    assert new_cli.json(*created)["email"] == "first@example.com"
 
 
 def test_accounts_and_keys_round_trip(cli: Cli) -> None:

@@ -18,6 +18,7 @@ import sqlalchemy as sa
 import standardwebhooks
 
 from tests.api.server import findata_serve
+from tests.databases import upgraded
 from tests.webhooks.receiver import LoopbackCertificates, Received, Receiver
 
 FINDATA = Path(sys.executable).parent / "findata"
@@ -74,7 +75,10 @@ class Cli:
 
 @pytest.fixture
 def cli(tmp_path: Path, test_certificates: LoopbackCertificates) -> Cli:
-    return Cli(tmp_path / "home", test_certificates)
+    """The console script on a new home, migrated as `findata db upgrade` does."""
+    cli = Cli(tmp_path / "home", test_certificates)
+    upgraded(cli.url)
+    return cli
 
 
 def path_of(receiver: Receiver, url: str) -> str:

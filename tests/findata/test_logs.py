@@ -30,7 +30,9 @@ from findata.accounts.store import AccountStore
 from findata.clock import SystemClock
 from findata.control_plane.database import engine_for
 from findata.logs import BackgroundStderrHandler, JsonFormatter, log_fields
+from findata.settings import Settings
 from tests.api.server import copy_published_home, free_port
+from tests.databases import upgraded
 from tests.findata.stopping import FINDATA, command_env, command_group, wait_answering
 
 #: the id a proxy in front of the service gives the request (issue 42 point 16)
@@ -310,6 +312,7 @@ def test_ui_writes_json_lines_only(tmp_path: Path) -> None:
     lines, from the start to the stop."""
     port = free_port()
     env = command_env((tmp_path / "home").resolve(), 25, log_format="json")
+    upgraded(Settings(home=tmp_path / "home").control_plane_url)
     log = tmp_path / "ui.log"
     with (
         log.open("wb") as output,

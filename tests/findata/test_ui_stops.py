@@ -13,7 +13,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from findata.settings import Settings
 from tests.api.server import free_port
+from tests.databases import upgraded
 from tests.findata.stopping import (
     command_env,
     command_group,
@@ -43,6 +45,7 @@ def test_ui_stops_every_dagster_process(
     port = free_port()
     url = f"http://127.0.0.1:{port}/server_info"
     env = command_env(home, GRACE)
+    upgraded(Settings(home=home).control_plane_url)
     with (
         (tmp_path / "ui.log").open("wb") as output,
         command_group(

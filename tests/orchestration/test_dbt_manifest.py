@@ -22,6 +22,7 @@ from findata.orchestration.dbt_manifest import (
     start_parse,
 )
 from findata.settings import Settings
+from tests.databases import upgraded
 
 DBT_VARIABLES = (
     "FINDATA_WAREHOUSE",
@@ -71,9 +72,10 @@ def test_a_failed_parse_is_not_stamped(settings: Settings, monkeypatch: pytest.M
 
 
 def _refresh_on_a_new_home(tmp_path: Path, spy: str) -> str:
-    """What a forced ``run_refresh`` on a new home prints, in a process of its own, after
-    ``spy`` (code that replaces a function of ``dbt_manifest`` with one that prints, then calls
-    ``stop()``: the parse killed, the process ended)."""
+    """What a forced ``run_refresh`` on a new home (its control plane migrated) prints, in a
+    process of its own, after ``spy`` (code that replaces a function of ``dbt_manifest`` with
+    one that prints, then calls ``stop()``: the parse killed, the process ended)."""
+    upgraded(Settings(home=tmp_path).control_plane_url)
     code = (
         "import sys\n"
         "from findata.orchestration import dbt_manifest\n"

@@ -16,8 +16,10 @@ import pytest
 from findata.contracts.datasets import dataset_names
 from findata.orchestration.definitions import defs
 from findata.orchestration.sensors import build_landing_sensor
+from findata.settings import Settings
 from findata.sources.landing import LANDING_SOURCES
 from tests.api.server import free_port
+from tests.databases import upgraded
 from tests.findata.stopping import command_env, command_group, wait_answering
 
 TRANSFORMS = Path(__file__).parents[2] / "transforms" / "models"
@@ -60,6 +62,7 @@ def test_findata_ui_runs_the_schedule_and_the_sensor_by_default(tmp_path: Path) 
         "} } } }"
     )
     env = command_env(tmp_path / "home", 25.0)
+    upgraded(Settings(home=tmp_path / "home").control_plane_url)
     with (
         (tmp_path / "ui.log").open("wb") as output,
         command_group(["ui", "--port", str(port)], env, output) as ui,

@@ -37,6 +37,7 @@ from findata.published.versions import (
 )
 from findata.settings import Settings, get_settings
 from findata.sources.readers.security_master import read_security_master
+from tests.databases import upgraded
 from tests.faults import DIED, REFRESH, python_dying_at
 from tests.orchestration.dagster_runs import kill_refresh_when_dbt_logs, step_errors
 from tests.sources.landing_edits import (
@@ -335,6 +336,7 @@ def steps(two_week_old_demo: PublishedDemo, tmp_path_factory: pytest.TempPathFac
         shutil.copytree(landing, rebuilt_home / "landing")
         patch.setenv("FINDATA_HOME", str(rebuilt_home))
         patch.setenv("DAGSTER_HOME", str(rebuilt_home / "dagster"))
+        upgraded(get_settings().control_plane_url)
         rebuilt = run_refresh(get_settings())
         result.facts["rebuilt"] = rebuilt_home / "published" / f"{rebuilt.version}.duckdb"
         patch.setenv("FINDATA_HOME", str(home))

@@ -42,7 +42,7 @@ from findata.published.lock import PUBLISH_LOCK_KEY
 from findata.published.versions import current_version, current_version_at, read_part_files
 from findata.settings import Settings, get_settings
 from tests.api.server import free_port
-from tests.databases import fresh_postgres_database
+from tests.databases import fresh_postgres_database, upgraded
 from tests.s3_server import AWS_ENV, s3_server
 
 BUCKET = "findata-pipeline-hosts"
@@ -65,6 +65,7 @@ def refreshed(
     small_demo: Demo, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[RefreshedOnPostgres]:
     with fresh_postgres_database() as url:
+        upgraded(url)
         home = tmp_path_factory.mktemp("postgres-pipeline") / "home"
         shutil.copytree(small_demo.landing, home / "landing")
         with pytest.MonkeyPatch.context() as patch:

@@ -36,7 +36,7 @@ from findata.published.retention import remove_superseded_versions
 from findata.published.versions import current_version, read_part_files
 from findata.settings import Settings
 from tests.api.server import findata_serve
-from tests.databases import fresh_postgres_database
+from tests.databases import fresh_postgres_database, upgraded
 from tests.faults import DIED, python_dying_at
 from tests.s3_server import AWS_ENV, s3_server
 
@@ -75,6 +75,7 @@ def hosts(
     (home_a / "build").mkdir()
     shutil.copy(published_home / "build" / "warehouse.duckdb", home_a / "build")
     with fresh_postgres_database() as database_url:
+        upgraded(database_url)
         bucket_url = f"s3://{BUCKET}/prod/published"
         a = Settings(
             home=home_a, database_url=database_url, published_url=bucket_url, s3_endpoint_url=s3_url

@@ -21,6 +21,7 @@ from findata.published.parts import (
 from findata.published.retention import remove_superseded_versions
 from findata.published.versions import version_part_files
 from findata.settings import Settings
+from tests.databases import upgraded
 
 #: managers stored as history and recent parts (by their last report date)
 MANAGERS = load_dataset_contract("managers").model_copy(
@@ -67,7 +68,7 @@ def _write_version(settings: Settings, path: Path, managers: list[tuple[int, int
 def _home(tmp_path: Path, retention_hours: float) -> Settings:
     settings = Settings(home=tmp_path / "home", version_retention_hours=retention_hours)
     settings.published_dir.mkdir(parents=True)
-    with engine_for(settings.control_plane_url).begin() as connection:
+    with engine_for(upgraded(settings.control_plane_url)).begin() as connection:
         for n, published_at in enumerate(PUBLISHED, start=1):
             _write_version(settings, settings.published_dir / f"v{n}.duckdb", MANAGER_ROWS[n - 1])
             connection.execute(

@@ -176,6 +176,11 @@ def cluster(
         # can be added), its first version published to the bucket
         pipeline_home = two_week_old_demo.copy_to(root / "pipeline")
         pipeline_env = _role_env(shared, pipeline_home)
+        # the migrations, once before any role (the compose file's `migrate`)
+        migrated = subprocess.run(
+            [str(FINDATA), "db", "upgrade"], env=pipeline_env, capture_output=True, timeout=120
+        )
+        assert migrated.returncode == 0, migrated.stderr.decode()[-4000:]
         first_version = _refresh(pipeline_env, logs / "refresh.log")
 
         hosts = []

@@ -29,6 +29,7 @@ from findata.webhooks.sender import post_signed
 from findata.webhooks.signing import SecretBox
 from findata.webhooks.url_safety import Resolver, UrlPolicy, system_resolver
 from findata.webhooks.worker import DeliveryWorker, Sender
+from tests.databases import upgraded
 
 
 @dataclass(frozen=True)
@@ -196,10 +197,10 @@ class WebhookRig:
 def make_rig(
     url: str, home: Path, certificates: LoopbackCertificates, resolver: Resolver = system_resolver
 ) -> WebhookRig:
-    """A ``WebhookRig`` on the control plane at ``url``, its clock at the real time now (so
-    receivers' five-minute timestamp check passes until a test moves it)."""
+    """A ``WebhookRig`` on the control plane at ``url`` (migrated here), its clock at the real
+    time now (so receivers' five-minute timestamp check passes until a test moves it)."""
     settings = webhook_settings(home, certificates, database_url=url)
-    engine = engine_for(url)
+    engine = engine_for(upgraded(url))
     clock = ManualClock(dt.datetime.now(dt.UTC).replace(microsecond=0))
     accounts = AccountStore(engine, clock)
     endpoints = WebhookEndpoints(

@@ -1,18 +1,17 @@
-"""What the client knows of each endpoint, and which endpoint a request path is.
+"""What the client knows of each endpoint (``EndpointInfo``, its fields ``Field``), and which
+endpoint a request path is.
 
 The table itself, ``ENDPOINTS``, is generated from the endpoint contracts into
-``findata_client/_generated.py``; this module defines its row types and reads it lazily (the
-generated module imports these types, so importing it here at load time would be circular).
+``findata_client.spec``, which imports these types; nothing here imports it (the lookup takes
+the table: ``api_spec.ApiSpec`` holds it).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 from urllib.parse import urlsplit
-
-if TYPE_CHECKING:
-    ENDPOINTS: dict[str, EndpointInfo]
 
 Paging = Literal["cursor", "offset", "none"]
 
@@ -54,15 +53,6 @@ class EndpointInfo:
         return {f.name: f for f in self.fields}
 
 
-def __getattr__(name: str) -> object:
-    # ENDPOINTS lives in the generated module, which imports this one: read it on first use
-    if name == "ENDPOINTS":
-        from findata_client._generated import ENDPOINTS
-
-        return ENDPOINTS
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 def _segments(path: str) -> list[str]:
     return [part for part in path.split("/") if part]
 
@@ -86,17 +76,15 @@ def path_values(endpoint: EndpointInfo, path: str) -> dict[str, str]:
     return {}
 
 
-def endpoint_for_path(path: str) -> EndpointInfo:
-    """The endpoint serving ``path`` (a path, or a URL; any query string is ignored), e.g.
-    ``/v1/prices/AAPL`` -> prices, ``/v1/index/sp500/events`` -> index_events.
+def endpoint_for_path(path: str, endpoints: Mapping[str, EndpointInfo]) -> EndpointInfo:
+    """The endpoint of ``endpoints`` serving ``path`` (a path, or a URL; any query string is
+    ignored), e.g. ``/v1/prices/AAPL`` -> prices, ``/v1/index/sp500/events`` -> index_events.
 
     Raises ``ValueError`` for a path no endpoint contract has.
     """
-    from findata_client._generated import ENDPOINTS
-
     segments = _segments(urlsplit(path).path)
     best: tuple[int, EndpointInfo] | None = None
-    for endpoint in ENDPOINTS.values():
+    for endpoint in endpoints.values():
         for template in map(_segments, endpoint.paths):
             if _matches(template, segments):
                 literal = sum(not part.startswith("{") for part in template)

@@ -11,17 +11,10 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import unquote
 
-from findata_client.endpoints import EndpointInfo, endpoint_for_path, path_values
+from findata_client.endpoints import EndpointInfo, path_values
 
 #: the names of a request's subjects: tickers in the path, or entity ids
 _SUBJECTS = ("tickers", "ticker", "entity_id")
-
-
-def _endpoint(path: str) -> EndpointInfo | None:
-    try:
-        return endpoint_for_path(path)
-    except ValueError:
-        return None
 
 
 def _subjects(endpoint: EndpointInfo, path: str, query: Mapping[str, str]) -> str | None:
@@ -46,11 +39,12 @@ def how_to_narrow(endpoint: EndpointInfo | None, path: str, query: Mapping[str, 
     return " or ".join(ways) or "fewer rows (a narrower query)"
 
 
-def timeout_note(path: str, query: Mapping[str, str]) -> str:
-    """The note on a 504: not resent, and how to narrow it before sending it again."""
+def timeout_note(endpoint: EndpointInfo | None, path: str, query: Mapping[str, str]) -> str:
+    """The note on a 504 of ``endpoint`` (None: a path no contract has): not resent, and how
+    to narrow it before sending it again."""
     return (
         "Not sent again unchanged: on a 504 the spec recommends narrowing the request first. "
-        f"Narrow it ({how_to_narrow(_endpoint(path), path, query)}), then send it again."
+        f"Narrow it ({how_to_narrow(endpoint, path, query)}), then send it again."
     )
 
 

@@ -24,9 +24,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlsplit
 
-from findata_client.endpoints import ENDPOINTS, EndpointInfo, Field
+from findata_client.endpoints import EndpointInfo, Field
 from findata_client.errors import BadRequestError, CursorExpiredError, NotFoundError
 from findata_client.frames import to_arrow
+from findata_client.spec import ENDPOINTS
 
 if TYPE_CHECKING:
     import duckdb

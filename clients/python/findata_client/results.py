@@ -23,8 +23,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Itera
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from findata_client.base_errors import FindataConnectionError, FindataError
 from findata_client.endpoints import EndpointInfo
-from findata_client.errors import FindataConnectionError, FindataError
 from findata_client.fetched import RowList, printed
 from findata_client.narrowing import page_limit_note
 from findata_client.notices import warn_body_warnings, warn_partial_result

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import httpx
 
-from findata_client.errors import FindataConnectionError, FindataError
+from findata_client.base_errors import FindataConnectionError, FindataError
 
 RETRIED_STATUSES = frozenset({500, 502, 503})
 #: statuses the spec says to narrow before sending again: raised, never resent unchanged

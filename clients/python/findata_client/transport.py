@@ -2,7 +2,9 @@
 ``findata_client.retry``, the outdated-client notice, and the JSON body of the answer.
 
 ``Transport`` (httpx.Client) and ``AsyncTransport`` (httpx.AsyncClient) differ only in how
-they send and sleep; every decision is shared (``Retrier``, ``_Target``). Each wait before
+they send and sleep; every decision is shared (``Retrier``, ``_Target``). Each is given the
+client's ``ApiSpec`` (the generated one): the exception class of an error body's code, the
+endpoint a request is of. Each wait before
 sending a request again is logged (logger ``findata_client.transport``, WARNING) with its
 reason; the key is never logged (it travels in a header, and only the path is logged).
 """
@@ -22,7 +24,8 @@ from urllib.parse import urlsplit
 import httpx
 
 from findata_client._version import __version__
-from findata_client.errors import FindataError, error_from_response
+from findata_client.api_spec import ApiSpec
+from findata_client.base_errors import FindataError
 from findata_client.narrowing import timeout_note
 from findata_client.notices import note_client_notice
 from findata_client.params import encode_params, split_target
@@ -102,14 +105,17 @@ def _body(response: httpx.Response) -> dict[str, Any]:
     return body
 
 
-def _outcome(retrier: Retrier, target: _Target, response: httpx.Response) -> dict[str, Any] | Wait:
+def _outcome(
+    spec: ApiSpec, retrier: Retrier, target: _Target, response: httpx.Response
+) -> dict[str, Any] | Wait:
     """An answer's body, or the wait before the next attempt (raises when there is none)."""
     note_client_notice(response.headers)
     if response.is_success:
         return _body(response)
-    error = error_from_response(response)
+    error = spec.error_from_response(response)
     if error.status in NARROW_FIRST:
-        error.add_note(timeout_note(target.path, target.params))
+        endpoint = spec.endpoint_for_path(target.path)
+        error.add_note(timeout_note(endpoint, target.path, target.params))
     return retrier.refused(error)
 
 
@@ -120,11 +126,13 @@ class Transport:
         self,
         service: Service,
         policy: RetryPolicy,
+        spec: ApiSpec,
         sleep: Sleep | None = None,
         http_client: httpx.Client | None = None,
     ) -> None:
         self.service = service
         self.policy = policy
+        self.spec = spec
         self._sleep = time.sleep if sleep is None else sleep
         self._owned = http_client is None
         self._http = httpx.Client() if http_client is None else http_client
@@ -144,7 +152,7 @@ class Transport:
             except httpx.HTTPError as exc:
                 wait = retrier.failed(exc)
             else:
-                outcome = _outcome(retrier, target, response)
+                outcome = _outcome(self.spec, retrier, target, response)
                 if isinstance(outcome, dict):
                     return outcome
                 wait = outcome
@@ -164,11 +172,13 @@ class AsyncTransport:
         self,
         service: Service,
         policy: RetryPolicy,
+        spec: ApiSpec,
         sleep: AsyncSleep | None = None,
         http_client: httpx.AsyncClient | None = None,
     ) -> None:
         self.service = service
         self.policy = policy
+        self.spec = spec
         self._sleep = sleep
         self._owned = http_client is None
         self._http = httpx.AsyncClient() if http_client is None else http_client
@@ -190,7 +200,7 @@ class AsyncTransport:
             except httpx.HTTPError as exc:
                 wait = retrier.failed(exc)
             else:
-                outcome = _outcome(retrier, target, response)
+                outcome = _outcome(self.spec, retrier, target, response)
                 if isinstance(outcome, dict):
                     return outcome
                 wait = outcome

@@ -4,7 +4,7 @@ atomic Lua script, so admission is exact without a database transaction per requ
 A window's hash (``requests``, ``rows``, ``refused``) or a day's set of distinct values is
 loaded from the control plane the first time any process uses it (a script answers
 ``missing``, the process seeds the key only if it is still absent, and tries again); every
-process writes what it added to the control plane in batches (``accounts/usage_batches.py``).
+process writes what it added to the control plane in batches (``batches.py``).
 Keys carry a namespace of the control plane, so installations sharing one Redis never mix.
 """
 
@@ -19,7 +19,8 @@ import redis
 import sqlalchemy as sa
 
 from findata.accounts import usage
-from findata.accounts.counters import AnsweredCall, CountersKind
+from findata.accounts.counters.batches import WRITE_INTERVAL_SECONDS, PendingUsage, UsageWriter
+from findata.accounts.counters.interface import AnsweredCall, CountersKind, UsageCounters
 from findata.accounts.usage import (
     WINDOWS,
     Limits,
@@ -29,7 +30,6 @@ from findata.accounts.usage import (
     read_count,
     window_start,
 )
-from findata.accounts.usage_batches import WRITE_INTERVAL_SECONDS, PendingUsage, UsageWriter
 
 #: kept past the window's end, so late writes (a release, an answer's rows) find their window
 TTL_SECONDS = {"hour": 3 * 3600, "day": 2 * 86400}
@@ -106,7 +106,7 @@ return 1
 """
 
 
-class RedisCounters:
+class RedisCounters(UsageCounters):
     """Live counts in Redis; durable usage written by this process in batches."""
 
     kind: CountersKind = "redis"
