@@ -460,7 +460,11 @@ def render() -> str:
 def main(argv: list[str] | None = None) -> int:
     """Write the reference, or with ``--check`` say whether it is up to date (exit 1 if not)."""
     return generator_main(
-        argv, description=__doc__.splitlines()[0], output=OUTPUT, render=render, command=COMMAND
+        argv,
+        description=__doc__.splitlines()[0],
+        folder=OUTPUT.parent,
+        render=lambda: {OUTPUT.name: render()},
+        command=COMMAND,
     )
 
 

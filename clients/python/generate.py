@@ -21,7 +21,6 @@ loader (``findata.contracts``); the modules it writes import nothing of the serv
 
 from __future__ import annotations
 
-import argparse
 import re
 import subprocess
 import sys
@@ -38,6 +37,7 @@ from findata.contracts.endpoints import (
 )
 from findata.contracts.errors import load_errors
 from findata.contracts.fields import field_type
+from findata.generated_files import generator_main
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -395,33 +395,13 @@ def _ruff_format(text: str, name: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Write the modules, or with ``--check`` say whether they are up to date (exit 1 if not)."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="compare instead of writing")
-    parser.add_argument(
-        "--output-dir", type=Path, default=PACKAGE, help="where they go (default: %(default)s)"
+    return generator_main(
+        argv,
+        description=__doc__.splitlines()[0],
+        folder=PACKAGE,
+        render=render,
+        command="python clients/python/generate.py",
     )
-    args = parser.parse_args(argv)
-    texts = render()
-    if args.check:
-        stale = [
-            name
-            for name, text in texts.items()
-            if not (args.output_dir / name).exists()
-            or (args.output_dir / name).read_text(encoding="utf-8") != text
-        ]
-        if stale:
-            print(
-                f"{', '.join(stale)} in {args.output_dir}: out of date with the contracts; run "
-                "python clients/python/generate.py",
-                file=sys.stderr,
-            )
-            return 1
-        print(f"{', '.join(texts)} in {args.output_dir}: up to date")
-        return 0
-    for name, text in texts.items():
-        (args.output_dir / name).write_text(text, encoding="utf-8")
-        print(f"wrote {args.output_dir / name}")
-    return 0
 
 
 if __name__ == "__main__":
