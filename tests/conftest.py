@@ -1,4 +1,5 @@
-"""Session-wide fixtures: one small demo generated and read back, shared by every test."""
+"""Session-wide fixtures: one small demo generated and read back, shared by every test (and by
+every pytest-xdist worker: ``tests/shared_builds.py``)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from findata.settings import get_settings
 from findata.sources.landing import LandingTables, read_all_landing
 from findata.sources.raw import write_raw_tables
 from tests.databases import disposing_cached_engine, fresh_postgres_database, upgraded
+from tests.shared_builds import BUILD_MARKS, built_once
 
 # the API over real HTTP: session servers and their helpers; the accounts' stores
 pytest_plugins = (
@@ -51,19 +53,23 @@ class Demo:
 
 
 @pytest.fixture(scope="session")
-def demo_today() -> dt.date:
-    """The day the shared demo is generated for (read once, so a run across midnight agrees)."""
-    return utc_today(SystemClock())
+def demo_today(tmp_path_factory: pytest.TempPathFactory) -> dt.date:
+    """The day the shared demo is generated for (read once for the whole run, every worker's,
+    so a run across midnight agrees)."""
+    return built_once(tmp_path_factory, "demo-today", lambda _: utc_today(SystemClock()))[1]
 
 
 @pytest.fixture(scope="session")
 def small_demo(tmp_path_factory: pytest.TempPathFactory, demo_today: dt.date) -> Demo:
-    """The default demo (small, default seed), generated once per test session."""
-    home = tmp_path_factory.mktemp("demo-home")
-    result = generate_demo(
-        home / "landing", home / "demo", size="small", seed=DEFAULT_SEED, today=demo_today
-    )
-    scenarios = json.loads(result.scenarios_path.read_text())
+    """The default demo (small, default seed), generated once per test run (read-only)."""
+
+    def generate(home: Path) -> dict[str, Any]:
+        result = generate_demo(
+            home / "landing", home / "demo", size="small", seed=DEFAULT_SEED, today=demo_today
+        )
+        return json.loads(result.scenarios_path.read_text())
+
+    home, scenarios = built_once(tmp_path_factory, "small-demo", generate)
     return Demo(
         home=home, today=demo_today, scenarios=scenarios, tables=read_all_landing(home / "landing")
     )
@@ -79,7 +85,7 @@ class PublishedDemo:
 
     def copy_to(self, target: Path) -> Path:
         """A copy of the home (without the Dagster instance, which the next run recreates)."""
-        shutil.copytree(self.home, target, ignore=shutil.ignore_patterns("dagster"))
+        shutil.copytree(self.home, target, ignore=shutil.ignore_patterns("dagster", *BUILD_MARKS))
         return target
 
 
@@ -89,22 +95,26 @@ def two_week_old_demo(
 ) -> PublishedDemo:
     """The small demo ending two weeks ago, refreshed once: tests add trading days to copies of
     it (the prices contract refuses dates after today). Built once for the pipeline and the
-    end-to-end webhook tests."""
-    home = tmp_path_factory.mktemp("two-week-old-home")
-    generated = generate_demo(
-        home / "landing",
-        home / "demo",
-        size="small",
-        seed=DEFAULT_SEED,
-        today=demo_today - dt.timedelta(days=14),
-    )
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("FINDATA_HOME", str(home))
-        patch.setenv("DAGSTER_HOME", str(home / "dagster"))
-        upgraded(get_settings().control_plane_url)
-        first = run_refresh(get_settings())
-    assert first.success and first.version, first
-    return PublishedDemo(home, json.loads(generated.scenarios_path.read_text()), first)
+    end-to-end webhook tests, once per test run."""
+
+    def build(home: Path) -> tuple[dict[str, Any], RefreshOutcome]:
+        generated = generate_demo(
+            home / "landing",
+            home / "demo",
+            size="small",
+            seed=DEFAULT_SEED,
+            today=demo_today - dt.timedelta(days=14),
+        )
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("FINDATA_HOME", str(home))
+            patch.setenv("DAGSTER_HOME", str(home / "dagster"))
+            upgraded(get_settings().control_plane_url)
+            first = run_refresh(get_settings())
+        assert first.success and first.version, first
+        return json.loads(generated.scenarios_path.read_text()), first
+
+    home, (scenarios, first) = built_once(tmp_path_factory, "two-week-old-demo", build)
+    return PublishedDemo(home, scenarios, first)
 
 
 TRANSFORMS = Path(__file__).parents[1] / "transforms"
@@ -136,13 +146,17 @@ def run_dbt(warehouse: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.fixture(scope="session")
-def small_warehouse(small_demo: Demo) -> Path:
-    """The small demo's build warehouse: raw tables loaded and ``dbt build`` run, once."""
-    warehouse = small_demo.home / "build" / "warehouse.duckdb"
-    write_raw_tables(warehouse, small_demo.tables.tables)
-    result = run_dbt(warehouse, "build")
-    assert result.returncode == 0, result.stdout[-4000:]
-    return warehouse
+def small_warehouse(small_demo: Demo, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The small demo's build warehouse: raw tables loaded and ``dbt build`` run, once per test
+    run (open it read-only, or copy it)."""
+
+    def build(folder: Path) -> None:
+        write_raw_tables(folder / "warehouse.duckdb", small_demo.tables.tables)
+        result = run_dbt(folder / "warehouse.duckdb", "build")
+        assert result.returncode == 0, result.stdout[-4000:]
+
+    folder, _ = built_once(tmp_path_factory, "small-warehouse", build)
+    return folder / "warehouse.duckdb"
 
 
 @pytest.fixture

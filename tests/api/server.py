@@ -38,6 +38,7 @@ from findata.orchestration.refresh import run_refresh
 from findata.published.versions import open_version
 from findata.settings import Settings, get_settings
 from tests.databases import fresh_postgres_database, upgraded
+from tests.shared_builds import BUILD_MARKS, built_once
 
 if TYPE_CHECKING:
     from conftest import Demo
@@ -187,15 +188,22 @@ def start_clock() -> ManualClock:
 
 @pytest.fixture(scope="session")
 def published_home(small_demo: Demo, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A home with the small demo refreshed once: one published version (built once)."""
-    home = tmp_path_factory.mktemp("published-home")
-    shutil.copytree(small_demo.landing, home / "landing")
-    shutil.copytree(small_demo.home / "demo", home / "demo")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("FINDATA_HOME", str(home))
-        upgraded(get_settings().control_plane_url)
-        outcome = run_refresh(get_settings())
-    assert outcome.success and outcome.version, outcome
+    """A home with the small demo refreshed once: one published version, built once per test
+    run; each worker's copy of it is its own (its servers write accounts and mail into it)."""
+
+    def build(home: Path) -> None:
+        shutil.copytree(small_demo.landing, home / "landing")
+        shutil.copytree(small_demo.home / "demo", home / "demo")
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("FINDATA_HOME", str(home))
+            upgraded(get_settings().control_plane_url)
+            outcome = run_refresh(get_settings())
+        assert outcome.success and outcome.version, outcome
+
+    built, _ = built_once(tmp_path_factory, "published-home", build)
+    home = tmp_path_factory.mktemp("published-home") / "home"
+    # the Dagster instance is the build's run history, which no test of a copy reads
+    shutil.copytree(built, home, ignore=shutil.ignore_patterns("dagster", *BUILD_MARKS))
     return home
 
 
