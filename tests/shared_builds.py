@@ -43,4 +43,3 @@ def built_once(
         (folder / RESULT).write_bytes(pickle.dumps(result))
         (folder / DONE).touch()
     return folder, result
-
