@@ -17,6 +17,8 @@ import shutil
 import signal
 import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -46,10 +48,36 @@ STALLED_SECONDS = 30.0
 SHORT_GRACE = 3.0
 
 
-def slow_key(home: Path) -> str:
+@dataclass(frozen=True)
+class WaitingKey:
+    """A key whose next request waits before its answer, and how to see that the server has
+    taken that request in (counted it on the control plane)."""
+
+    key: str
+    home: Path
+    admitted: Callable[[DatabaseCounters], bool]
+
+    def wait_until_admitted(self) -> None:
+        """Return once the server counted the request: it is in its wait then. (A fixed pause
+        guessed it, and on a busy machine the signal could come before the request arrived.)"""
+        engine = engine_for(_control_plane(self.home))
+        deadline = time.monotonic() + 60
+        try:
+            while not self.admitted(DatabaseCounters(engine)):
+                assert time.monotonic() < deadline, "the request never reached the server"
+                time.sleep(0.05)
+        finally:
+            engine.dispose()
+
+
+def _control_plane(home: Path) -> str:
+    return f"sqlite:///{home.resolve() / 'control.sqlite'}"
+
+
+def slow_key(home: Path) -> WaitingKey:
     """A Pro key whose account has used all but one request of today: its next answer waits
     ``SLOW_SECONDS``."""
-    engine = engine_for(f"sqlite:///{home.resolve() / 'control.sqlite'}")
+    engine = engine_for(_control_plane(home))
     store = AccountStore(engine, SystemClock())
     issued = store.create_key(store.create_account("slow@example.com", "pro").id)
     allowance = plan("pro").requests_per_day
@@ -57,13 +85,18 @@ def slow_key(home: Path) -> str:
         issued.account.id, dt.datetime.now(dt.UTC), requests=allowance - 1
     )
     engine.dispose()
-    return issued.key
+
+    def admitted(counters: DatabaseCounters) -> bool:
+        used, _ = counters.usage(issued.account.id, dt.datetime.now(dt.UTC), "day")
+        return used >= allowance
+
+    return WaitingKey(issued.key, home, admitted)
 
 
-def stalled_key(home: Path) -> str:
+def stalled_key(home: Path) -> WaitingKey:
     """A Free key whose account has asked for 50 index ``as_of`` dates today: its request
     for a 51st waits ``STALLED_SECONDS`` before its answer."""
-    engine = engine_for(f"sqlite:///{home.resolve() / 'control.sqlite'}")
+    engine = engine_for(_control_plane(home))
     store = AccountStore(engine, SystemClock())
     issued = store.create_key(store.create_account("stalled@example.com", "free").id)
     dates = [(dt.date(2024, 1, 1) + dt.timedelta(days=n)).isoformat() for n in range(50)]
@@ -71,7 +104,12 @@ def stalled_key(home: Path) -> str:
         issued.account.id, dt.datetime.now(dt.UTC).date(), "as_of", dates
     )
     engine.dispose()
-    return issued.key
+
+    def admitted(counters: DatabaseCounters) -> bool:
+        today = dt.datetime.now(dt.UTC).date()
+        return counters.count_distinct(issued.account.id, today, "as_of") > len(dates)
+
+    return WaitingKey(issued.key, home, admitted)
 
 
 class InFlight:
@@ -114,8 +152,8 @@ def stop_with_request_in_flight(
     env = command_env(home, GRACE, usage_counters="database")
     with log.open("wb") as output, command_group(args, env, output) as process:
         wait_answering(f"{url}/healthz", process)
-        in_flight = InFlight(url, key)
-        time.sleep(0.8)  # the request is in its wait now
+        in_flight = InFlight(url, key.key)
+        key.wait_until_admitted()
         signalled_at = time.monotonic()
         send(process, signum, to_group)
         time.sleep(0.3)
@@ -175,8 +213,8 @@ def test_a_second_signal_stops_serve_at_once(
     key = slow_key(serve_home)
     with (tmp_path / "serve.log").open("wb") as output, command_group(args, env, output) as process:
         wait_answering(f"{url}/healthz", process)
-        in_flight = InFlight(url, key)
-        time.sleep(0.8)
+        in_flight = InFlight(url, key.key)
+        key.wait_until_admitted()
         process.send_signal(signal.SIGTERM)
         time.sleep(0.2)
         process.send_signal(signal.SIGINT)
@@ -217,8 +255,8 @@ def test_a_request_the_grace_period_cuts_is_answered_503_and_serve_exits_non_zer
     with log.open("wb") as output, command_group(args, env, output) as process:
         wait_answering(f"{url}/healthz", process)
         index_path = "/v1/index/sp500"
-        in_flight = InFlight(url, key, index_path, {"as_of": "2024-03-01"})
-        time.sleep(0.8)  # the request is in its 30 s wait now
+        in_flight = InFlight(url, key.key, index_path, {"as_of": "2024-03-01"})
+        key.wait_until_admitted()  # the request is in its 30 s wait now
         signalled_at = time.monotonic()
         process.send_signal(signal.SIGTERM)
         answer = in_flight.result()
