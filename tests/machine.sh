@@ -7,6 +7,7 @@
 #   nginx-light   the reverse proxy in front of two API hosts (tests/scale_out)
 #   chromium      the dashboard's browser tests (Playwright drives Debian's chromium)
 #   faketime      `make test-days` (every process of a run on another day)
+#   curl          the dashboard's quickstart test runs the curl lines the page shows
 # As root, missing packages are installed with apt-get; otherwise the script names them and
 # stops. Servers that do not answer are started for the run (and left running).
 set -euo pipefail
@@ -18,6 +19,7 @@ have redis-server || need+=(redis-server)
 have nginx || need+=(nginx-light)
 have chromium || need+=(chromium)
 have faketime || need+=(faketime)
+have curl || need+=(curl)
 
 if [ ${#need[@]} -gt 0 ]; then
     if [ "$(id -u)" -ne 0 ]; then
