@@ -172,8 +172,8 @@ class Settings(BaseSettings):
         default_factory=_usable_cpus,
         ge=1,
         le=256,
-        description="dbt's threads in a refresh's build (default: the CPUs this process may "
-        "run on).",
+        description="How many cores a refresh's dbt build may use: dbt's threads and DuckDB's "
+        "(default: the CPUs this process may run on).",
     )
     version_idle_seconds: float = Field(
         default=60.0,
