@@ -1,31 +1,49 @@
-"""The dbt project's manifest (``dbt parse``) and the environment dbt runs in.
+"""The dbt project's manifest (``dbt parse``), started before the Dagster definitions need it.
 
 The definitions make an asset of every dbt model from ``manifest.json``. A home's first
-refresh, and the first after the dbt project changed, has no current manifest: the definitions
-parse the project then (``assets/dbt.py``), and a stamp of the project files' hash beside the
-manifest says whether it is current.
+refresh, and the first after the dbt project changed, has no current manifest, and ``dbt parse``
+takes ~4-5 s. It runs in a subprocess, so a refresh starts it (:func:`start_parse`) before it
+imports Dagster and the definitions (~3-4 s in this process) and the definitions wait for it
+(:func:`finish_started_parse`): the two use both cores instead of one after the other. The
+command and environment are those dagster-dbt's resource gives a parse, so the build finds the
+same partial-parse state (``partial_parse.msgpack``) as when the definitions parse themselves.
 
-Nothing here imports Dagster or dbt.
+Nothing here imports Dagster or dbt: it runs before they are imported.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-import sys
+import subprocess
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from findata.orchestration.warm_dbt import CLIENT
 from findata.settings import Settings
 
 # the dbt project travels with the package (``findata.transforms``: transforms/ in a checkout)
 TRANSFORMS = Path(str(resources.files("findata.transforms")))
-#: this environment's dbt (dagster-dbt looks for one on PATH, which a venv not activated lacks)
-DBT_EXECUTABLE = Path(sys.executable).parent / "dbt"
+#: what runs dbt: ``findata-dbt``, which runs it in the refresh's warm dbt server when there is
+#: one (``warm_dbt.py``), else execs ``dbt``
+DBT_EXECUTABLE = CLIENT
 #: the files of the project that shape its manifest
 PROJECT_PARTS = ("models", "macros", "tests", "dbt_project.yml", "profiles.yml")
 #: beside the manifest: the hash of the project files it was made from
 STAMP = "findata-project.sha256"
+
+
+@dataclass(frozen=True)
+class StartedParse:
+    """A ``dbt parse`` under way into ``target``, of the project files hashed ``digest``."""
+
+    process: subprocess.Popen[bytes]
+    target: Path
+    digest: str
+
+
+_started: dict[Path, StartedParse] = {}
 
 
 def dbt_environment(settings: Settings) -> None:
@@ -64,3 +82,59 @@ def manifest_is_current(target: Path, digest: str) -> bool:
 def record_parse(target: Path, digest: str) -> None:
     """The manifest in ``target`` was made from the project files hashed ``digest``."""
     (target / STAMP).write_text(digest)
+
+
+def start_parse(settings: Settings) -> None:
+    """Start ``dbt parse`` into ``settings``' manifest folder unless its manifest is current
+    or a parse into it is already under way; :func:`finish_started_parse` waits for it."""
+    target = manifest_dir(settings)
+    if target in _started:
+        return
+    digest = project_digest()
+    if manifest_is_current(target, digest):
+        return
+    dbt_environment(settings)
+    target.mkdir(parents=True, exist_ok=True)
+    process = subprocess.Popen(
+        [str(DBT_EXECUTABLE), "parse", "--quiet"],
+        cwd=TRANSFORMS,
+        env=_parse_environment(target),
+        # on a failure the definitions parse again, through dagster-dbt, showing dbt's error
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    _started[target] = StartedParse(process, target, digest)
+
+
+def parse_under_way(settings: Settings) -> bool:
+    """A parse :func:`start_parse` started into ``settings``' manifest folder is still running
+    (the definitions will wait for it)."""
+    started = _started.get(manifest_dir(settings))
+    return started is not None and started.process.poll() is None
+
+
+def finish_started_parse(target: Path) -> bool:
+    """Wait for the parse :func:`start_parse` started into ``target``, if any; True when it
+    made a current manifest there (False: none was started, or it failed and the caller
+    parses again, showing dbt's error)."""
+    started = _started.pop(target, None)
+    if started is None or started.process.wait() != 0:
+        return False
+    record_parse(target, started.digest)
+    return True
+
+
+def _parse_environment(target: Path) -> dict[str, str]:
+    """The environment dagster-dbt's ``DbtCliResource.cli`` gives dbt, for a parse into
+    ``target``."""
+    return {
+        **os.environ,
+        "DAGSTER_DBT_CLI": "true",
+        "PYTHONUNBUFFERED": "1",
+        "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
+        "DBT_LOG_FORMAT": "json",
+        "DBT_TARGET_PATH": str(target),
+        "DBT_LOG_PATH": str(target),
+        "DBT_PROFILES_DIR": str(TRANSFORMS),
+        "DBT_PROJECT_DIR": str(TRANSFORMS),
+    }

@@ -5,11 +5,15 @@ rebuilding only what reads prices, equal to a full rebuild) are in ``test_pipeli
 from __future__ import annotations
 
 import json
+import subprocess
+from functools import cached_property
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pytest
+from dagster_dbt import DbtCliResource
 
 from findata.orchestration.assets import dbt as dbt_assets_module
 from findata.orchestration.dbt_scope import (
@@ -122,6 +126,28 @@ def test_other_code_or_a_forced_build_rebuilds_everything(
     monkeypatch.undo()
     forget_dbt_build(settings)
     assert plan_dbt_build(settings, manifest).full_refresh
+
+
+def test_the_dbt_resource_starts_no_second_dbt_and_no_adapter(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """dagster-dbt asked ``dbt --version`` (a dbt process, ~2 s) and opened an adapter (~1 s)
+    before every build; the project's resource takes the installed version and opens none.
+    The two hooks it overrides are dagster-dbt's own: this fails if an upgrade renames them."""
+    assert isinstance(DbtCliResource.__dict__.get("_cli_version"), cached_property)
+    assert callable(DbtCliResource.__dict__.get("_initialize_dbt_core_adapter"))
+
+    def no_process(*args: object, **kwargs: object) -> bytes:
+        raise AssertionError(f"a process was started: {args}")
+
+    monkeypatch.setattr("dagster_dbt.core.resource.check_output", no_process)
+    monkeypatch.setattr(subprocess, "check_output", no_process)
+    resource = dbt_assets_module.FindataDbtCliResource(
+        project_dir=dbt_assets_module.dbt_project,
+        dbt_executable=dbt_assets_module.dbt_resource.dbt_executable,
+    )
+    assert str(resource._cli_version) == version("dbt-core")
+    assert resource._initialize_dbt_core_adapter(["build"]) is None
 
 
 def test_a_selection_runs_what_it_selects_and_records_nothing(

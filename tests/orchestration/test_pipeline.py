@@ -10,6 +10,7 @@ import contextlib
 import datetime as dt
 import shutil
 import subprocess
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,9 +24,9 @@ from conftest import PublishedDemo
 from findata.contracts.datasets import dataset_names
 from findata.control_plane import schema
 from findata.control_plane.database import engine_for
+from findata.orchestration import warm_dbt
 from findata.orchestration.assets import dbt as dbt_assets_module
 from findata.orchestration.build_inputs import last_built
-from findata.orchestration.dbt_manifest import DBT_EXECUTABLE
 from findata.orchestration.refresh import RefreshOutcome, run_refresh
 from findata.published.diff import published_differences
 from findata.published.versions import (
@@ -153,6 +154,8 @@ def _check_severities(run_id: str | None) -> dict[tuple[str, str], tuple[bool, s
 
 
 UNCHANGED_MARTS_FAILED = "the marts left as built failed to load (test)"
+#: how long a dbt step waits for its dbt command to end before it reads any of its output
+DBT_END_WAIT_SECONDS = 180
 
 
 def _failing_after_one(unchanged_marts: Any) -> Any:
@@ -166,17 +169,36 @@ def _failing_after_one(unchanged_marts: Any) -> Any:
     return failing
 
 
+def _returning_once_dbt_ended(start_check_workers: Any, ended: list[bool]) -> Any:
+    """The dbt step's ``start_check_workers`` (its last call before it streams dbt's output)
+    that first waits (at most ``DBT_END_WAIT_SECONDS``) for the dbt command the step started
+    to end, reading none of its output meanwhile; appends to ``ended`` whether it did."""
+
+    def waiting() -> Any:
+        deadline = time.monotonic() + DBT_END_WAIT_SECONDS
+        while _dbt_commands_running() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        ended.append(not _dbt_commands_running())
+        return start_check_workers()
+
+    return waiting
+
+
 def _dbt_commands_running() -> list[str]:
-    """The dbt commands still running under this process (an ended process its parent has not
-    waited for yet is not running)."""
+    """The dbt commands still running under this process: ``findata-dbt`` clients, and the
+    children of this process's warm dbt server that run their commands (an ended process its
+    parent has not waited for yet is not running)."""
     running = []
     for process in psutil.Process().children(recursive=True):
         with contextlib.suppress(psutil.ZombieProcess, psutil.NoSuchProcess):
-            if (
-                process.status() != psutil.STATUS_ZOMBIE
-                and str(DBT_EXECUTABLE) in process.cmdline()
-            ):
+            if any("findata-dbt" in part for part in process.cmdline()):
                 running.append(" ".join(process.cmdline()[:3]))
+    server = warm_dbt._server
+    if server is not None and server.poll() is None:
+        for child in psutil.Process(server.pid).children():
+            with contextlib.suppress(psutil.NoSuchProcess):
+                if child.status() != psutil.STATUS_ZOMBIE:
+                    running.append(f"server child {child.pid}")
     return running
 
 
@@ -220,7 +242,17 @@ def steps(two_week_old_demo: PublishedDemo, tmp_path_factory: pytest.TempPathFac
         ]
         add_price_day(landing, day, gainers)
         result.facts.update(day=day, day_before=as_of, gainers=gainers)
-        step("one_day")
+        # its dbt step reads none of dbt's output until dbt has ended (as when the step is slow
+        # before it streams dbt): dbt must not wait for the step
+        dbt_ended: list[bool] = []
+        with pytest.MonkeyPatch.context() as slow_step:
+            slow_step.setattr(
+                dbt_assets_module,
+                "start_check_workers",
+                _returning_once_dbt_ended(dbt_assets_module.start_check_workers, dbt_ended),
+            )
+            step("one_day")
+        result.facts["dbt_ended_unread"] = dbt_ended
 
         row = master[master["ticker"] == scenarios["plain"]["ticker"]].iloc[0]
         period_end, accession = restate_latest_annual_revenue(landing, row["cik"].zfill(10), as_of)
@@ -734,6 +766,12 @@ def test_a_dbt_step_failing_before_it_reads_dbt_stops_dbt_and_publishes_nothing(
         before.records,
         before.events,
     )
+
+
+def test_dbt_runs_to_its_end_while_its_step_reads_none_of_its_output(steps: Steps) -> None:
+    # the one-day build writes more than a pipe's default 64 KiB: dbt would stop at a full pipe
+    assert steps.facts["dbt_ended_unread"] == [True]
+    assert steps.outcomes["one_day"].success
 
 
 def test_a_crash_before_the_commit_then_a_rerun_publishes_exactly_once(steps: Steps) -> None:
