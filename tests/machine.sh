@@ -41,7 +41,11 @@ if [ "$(id -u)" -eq 0 ] && command -v pg_ctlcluster >/dev/null; then
     conf="/etc/postgresql/$version/main/pg_hba.conf"
     if ! grep -q "^host all all 127.0.0.1/32 trust" "$conf"; then
         sed -i '1i host all all 127.0.0.1/32 trust' "$conf"
-        answers 5432 && pg_ctlcluster --skip-systemctl-redirect "$version" main reload
+        # a running cluster reads the rule now; a stopped one (another server may answer on
+        # 5432) reads it when it starts
+        if pg_ctlcluster --skip-systemctl-redirect "$version" main status >/dev/null 2>&1; then
+            pg_ctlcluster --skip-systemctl-redirect "$version" main reload
+        fi
     fi
     if ! answers 5432; then
         pg_ctlcluster --skip-systemctl-redirect "$version" main start
