@@ -61,9 +61,10 @@ class WaitingKey:
         """Return once the server counted the request: it is in its wait then. (A fixed pause
         guessed it, and on a busy machine the signal could come before the request arrived.)"""
         engine = engine_for(_control_plane(self.home))
+        counters = DatabaseCounters(engine)
         deadline = time.monotonic() + 60
         try:
-            while not self.admitted(DatabaseCounters(engine)):
+            while not self.admitted(counters):
                 assert time.monotonic() < deadline, "the request never reached the server"
                 time.sleep(0.05)
         finally:
