@@ -2,14 +2,18 @@
 
     .venv/bin/python benchmarks/pipeline.py --size small
     .venv/bin/python benchmarks/pipeline.py --size large --home /tmp/findata-large
+    .venv/bin/python benchmarks/pipeline.py --size small --reference ../before/.venv/bin/findata
 
 For each size: generate the demo into a fresh FINDATA_HOME (unless --home already has landing),
 hold the last two trading days' bars back, then time a full refresh (nothing cached, no previous
 version), an unchanged refresh, and an incremental refresh once the first of those days' bars
-land again (as a new file, the way a daily price file arrives); then, with a warm refresh server
-(``FINDATA_WARM_REFRESH_IDLE_SECONDS``, started here), an unchanged refresh (it waits for the
-server's imports) and the last day's incremental refresh. Each refresh runs in a child process
-so its peak memory (max RSS of the process tree's largest member, dbt included) is its own.
+land again (as a new file, the way a daily price file arrives), then the second's. Each refresh
+is a ``findata refresh`` process of its own, on the default settings; its peak memory is the
+largest resident size of any process of its tree (dbt included).
+
+``--reference`` names another installation's ``findata`` (a checkout of the previous version
+with its own venv): the same steps run on a copy of the same landing with it, each step right
+after this checkout's, so that both see the machine's load alike.
 """
 
 from __future__ import annotations
@@ -17,8 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
-import signal
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -28,40 +31,36 @@ from pathlib import Path
 import pandas as pd
 
 FINDATA = Path(sys.executable).parent / "findata"
-WARM_IDLE_SECONDS = 600
+#: runs a command and prints the largest resident size (KiB) of any process of its tree
+PEAK_RSS = (
+    "import resource, subprocess, sys; code = subprocess.call(sys.argv[1:]); "
+    "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr); "
+    "sys.exit(code)"
+)
 
 
-def _environment(home: Path, *, warm: bool = False) -> dict[str, str]:
-    env = {**os.environ, "FINDATA_HOME": str(home), "DAGSTER_HOME": str(home / "dagster")}
-    if warm:
-        env["FINDATA_WARM_REFRESH_IDLE_SECONDS"] = str(WARM_IDLE_SECONDS)
-    return env
+def _environment(home: Path) -> dict[str, str]:
+    return {**os.environ, "FINDATA_HOME": str(home), "DAGSTER_HOME": str(home / "dagster")}
 
 
-def _run(home: Path, *args: str, warm: bool = False) -> tuple[float, float, str]:
-    """Run ``findata *args``; wall seconds, peak RSS (MiB) of any child, last stdout line.
-    ``warm``: with the warm refresh server's setting."""
-    env = _environment(home, warm=warm)
+def _run(findata: Path, home: Path, *args: str) -> tuple[float, float, str]:
+    """Run ``findata *args``; wall seconds, peak RSS (MiB) of its process tree, last stdout
+    line."""
     started = time.perf_counter()
     result = subprocess.run(
-        [str(FINDATA), *args], env=env, capture_output=True, text=True, check=False
+        [sys.executable, "-c", PEAK_RSS, str(findata), *args],
+        env=_environment(home),
+        capture_output=True,
+        text=True,
+        check=False,
     )
     wall = time.perf_counter() - started
     if result.returncode != 0:
         sys.stderr.write(result.stderr[-3000:])
-        raise SystemExit(f"findata {' '.join(args)} failed ({result.returncode})")
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+        raise SystemExit(f"{findata} {' '.join(args)} failed ({result.returncode})")
+    peak = int(result.stderr.strip().splitlines()[-1]) / 1024
     lines = result.stdout.strip().splitlines()
     return wall, peak, lines[-1] if lines else ""
-
-
-def _start_warm_refresh(home: Path) -> subprocess.Popen[bytes]:
-    """The warm refresh server of ``home``, as a child of this process."""
-    os.environ.update(_environment(home, warm=True))
-    from findata.orchestration.warm_refresh import start_warm_refresh
-    from findata.settings import get_settings
-
-    return start_warm_refresh(get_settings(), detached=False)
 
 
 def _withhold_last_day(landing: Path, held: Path) -> int:
@@ -78,73 +77,88 @@ def _withhold_last_day(landing: Path, held: Path) -> int:
     return int((prices["date"] == last_day).sum())
 
 
+def _refresh_steps(homes: dict[str, tuple[Path, Path]], held: dict[str, Path]) -> dict:
+    """The refreshes, each installation's right after the other's: figures per step and
+    installation."""
+    figures: dict[str, dict[str, tuple[float, float, str]]] = {}
+    for findata, home in homes.values():
+        # the control plane's migrations, as an operator runs them before the first refresh
+        subprocess.run([str(findata), "db", "upgrade"], env=_environment(home), check=True)
+    steps = [
+        ("full refresh", None),
+        ("unchanged refresh", None),
+        ("one-day refresh", "day_before"),
+        ("second one-day refresh", "last_day"),
+    ]
+    for step, lands in steps:
+        for name, (findata, home) in homes.items():
+            if lands is not None:
+                shutil.copy(held[lands], home / "landing" / "prices" / f"prices_{lands}.csv")
+            figures.setdefault(step, {})[name] = _run(findata, home, "refresh")
+    return figures
+
+
 def main() -> None:
     """Run the benchmark and print its figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", choices=["small", "large"], default="small")
     parser.add_argument("--home", type=Path, help="FINDATA_HOME to use (kept afterwards)")
+    parser.add_argument("--reference", type=Path, help="another installation's findata")
+    parser.add_argument("--step-seconds", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.step_seconds:
+        print("\n".join(_step_seconds(args.step_seconds)))
+        return
     home = args.home or Path(tempfile.mkdtemp(prefix=f"findata-pipeline-{args.size}-"))
-    landing = home / "landing"
-
-    if not landing.exists():
+    source = home / "source"
+    if not (source / "landing").exists():
         from findata.clock import SystemClock, utc_today
         from findata.demo.generate import DEFAULT_SEED, generate_demo
 
         started = time.perf_counter()
         generate_demo(
-            landing,
-            home / "demo",
+            source / "landing",
+            source / "demo",
             size=args.size,
             seed=DEFAULT_SEED,
             today=utc_today(SystemClock()),
         )
         print(f"generate {args.size}: {time.perf_counter() - started:.1f} s")
-
-    figures = {}
-    held = home / "held_back_last_day.csv"
-    held_before = home / "held_back_day_before.csv"
-    if not held.exists():
-        added = _withhold_last_day(landing, held)
-        added_before = _withhold_last_day(landing, held_before)
-    else:
-        added = added_before = 0
-    # the control plane's migrations, as an operator runs them before the first refresh
-    subprocess.run([str(FINDATA), "db", "upgrade"], env=_environment(home), check=True)
-    wall, peak, version = _run(home, "refresh")
-    figures["full refresh"] = (wall, peak, version)
-    wall, peak, version = _run(home, "refresh")
-    figures["unchanged refresh"] = (wall, peak, version)
-    held_before.replace(landing / "prices" / "prices_day_before.csv")
-    wall, peak, version = _run(home, "refresh")
-    figures[f"one-day refresh (+{added_before} bars)"] = (wall, peak, version)
-
-    # the same with a warm refresh server (FINDATA_WARM_REFRESH_IDLE_SECONDS): started here, so
-    # that its processes' peak memory is counted once it has ended
-    server = _start_warm_refresh(home)
-    wall, peak, version = _run(home, "refresh", warm=True)  # waits for the server's imports
-    figures["unchanged refresh, warm server"] = (wall, peak, version)
-    held.replace(landing / "prices" / "prices_last_day.csv")
-    wall, peak, version = _run(home, "refresh", warm=True)
-    server.send_signal(signal.SIGTERM)
-    server.wait()
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    figures[f"one-day refresh, warm server (+{added} bars)"] = (wall, peak, version)
+        held = {
+            "last_day": _withhold_last_day(source / "landing", source / "held_last_day.csv"),
+            "day_before": _withhold_last_day(source / "landing", source / "held_day_before.csv"),
+        }
+        print(f"held back: {held}")
+    held_files = {k: source / f"held_{k}.csv" for k in ("last_day", "day_before")}
+    installations = {"this": FINDATA, **({"reference": args.reference} if args.reference else {})}
+    homes = {}
+    for name, findata in installations.items():
+        run_home = home / name
+        shutil.rmtree(run_home, ignore_errors=True)
+        shutil.copytree(source / "landing", run_home / "landing")
+        homes[name] = (findata, run_home)
+    figures = _refresh_steps(homes, held_files)
 
     print(f"size={args.size} home={home}")
-    for name, (wall, peak, version) in figures.items():
-        print(f"{name:32} {wall:8.1f} s   peak RSS so far {peak:8.0f} MiB   {version}")
+    for step, by_name in figures.items():
+        for name, (wall, peak, version) in by_name.items():
+            print(f"{step:24} {name:9} {wall:8.1f} s   peak RSS {peak:8.0f} MiB   {version}")
     print(
         json.dumps(
             {
-                k: {"seconds": round(w, 1), "peak_rss_mib": round(p)}
-                for k, (w, p, _) in figures.items()
+                step: {
+                    name: {"seconds": round(w, 1), "peak_rss_mib": round(p)}
+                    for name, (w, p, _) in by_name.items()
+                }
+                for step, by_name in figures.items()
             }
         )
     )
-    print("where each run's time went (Dagster's event log; steps under 0.2 s left out):")
-    for line in _step_seconds(home):
-        print(line)
+    for name, (findata, run_home) in homes.items():
+        print(f"where each run's time went, {name} (Dagster's event log; steps under 0.2 s out):")
+        # read by the installation's own Python: its instance may name storage only it has
+        python = findata.parent / "python"
+        subprocess.run([str(python), __file__, "--step-seconds", str(run_home)], check=True)
 
 
 def _step_seconds(home: Path) -> list[str]:

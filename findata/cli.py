@@ -141,16 +141,12 @@ def demo(
     pipeline, then serve the API."""
     from findata.control_plane.database import upgrade
     from findata.demo.generate import DEFAULT_SEED, generate_demo, landing_is_empty
-    from findata.orchestration.dbt_manifest import start_parse
 
     if not no_serve:  # the refresh's events name the change feed of the API served below
         _base_url_defaults_to(DEMO_HOST, port)
     settings = get_settings()
     # the demo's home is made here: its control plane too (the refresh and the API read it)
     upgrade(settings.control_plane_url)
-    # the refresh below needs the parsed dbt project (seconds on a new home, in a subprocess):
-    # it is made on the other core while this process generates the demo
-    start_parse(settings)
     if landing_is_empty(settings.landing_dir):
         result = generate_demo(
             settings.landing_dir,
@@ -172,12 +168,6 @@ def demo(
         if no_serve:
             _skip_final_collection()
     if not no_serve:
-        from findata.orchestration.checks.workers import stop_check_workers
-        from findata.orchestration.warm_dbt import stop_warm_dbt
-
-        # the refresh's dbt and contract checks' workers are not needed while this process serves
-        stop_warm_dbt()
-        stop_check_workers()
         _serve(DEMO_HOST, port, 1, webhooks=True)
 
 
@@ -214,7 +204,7 @@ def _refresh(*, force: bool = False) -> None:
     from findata.orchestration.refresh import run_refresh
 
     settings = get_settings()
-    # dbt's log (re-emitted by dagster-dbt on stdout) and the outcome go to stderr: stdout is the
+    # dbt's lines (the dbt step prints them on stdout) and the outcome go to stderr: stdout is the
     # version alone, as scripts read it; in JSON, each of dbt's lines is a log line too
     as_json = settings.log_format == "json"
     dbt_lines = LinesToLog(logging.getLogger("findata.dbt")) if as_json else sys.stderr
@@ -268,49 +258,10 @@ def refresh(
 ) -> None:
     """Run the whole pipeline once on what is in landing; print the new version. When landing,
     code and contracts are as they were when the current version was built, nothing runs."""
-    code = _refresh_in_warm_server(force)
-    if code is not None:
-        raise typer.Exit(code)
     try:
         _refresh(force=force)
     finally:
         _skip_final_collection()
-
-
-def _refresh_in_warm_server(force: bool) -> int | None:
-    """The refresh run by the warm refresh server when the settings ask for one; its exit
-    status, or None when this process is to refresh itself (no server asked for, or nothing
-    changed: this process says so at once)."""
-    settings = get_settings()
-    if settings.warm_refresh_idle_seconds <= 0:
-        return None
-    from findata.orchestration.build_inputs import build_inputs, nothing_changed_since
-    from findata.orchestration.warm_refresh import in_warm_child, refresh_in_warm_server
-
-    if in_warm_child():
-        return None
-    return refresh_in_warm_server(
-        settings,
-        ["refresh", *(["--force"] if force else [])],
-        worth_starting=lambda: (
-            force or nothing_changed_since(settings, build_inputs(settings)) is None
-        ),
-    )
-
-
-@app.command("warm-refresh-server", hidden=True)
-def warm_refresh_server(listener_fd: int, idle_seconds: float) -> None:
-    """The warm refresh server on the bound socket ``LISTENER_FD`` (started by a refresh:
-    ``orchestration/warm_refresh.py``); each child runs a client's ``findata`` command."""
-    import socket
-
-    from findata.orchestration.warm_refresh import serve_refreshes
-
-    serve_refreshes(
-        socket.socket(fileno=listener_fd),
-        idle_seconds,
-        lambda request: app(args=request.args, prog_name="findata"),
-    )
 
 
 def _skip_final_collection() -> None:

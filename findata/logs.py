@@ -261,7 +261,7 @@ _COLOUR = re.compile(r"\x1b\[[0-9;]*m")
 
 class LinesToLog(io.TextIOBase):
     """A text stream whose every line becomes an INFO line of ``logger``: output that a library
-    prints (dbt's log, which dagster-dbt writes to stdout) in the command's log format."""
+    prints (dbt's lines, which the dbt step prints on stdout) in the command's log format."""
 
     def __init__(self, logger: logging.Logger) -> None:
         self._logger = logger

@@ -172,18 +172,8 @@ class Settings(BaseSettings):
         default_factory=_usable_cpus,
         ge=1,
         le=256,
-        description="How many cores a refresh may use: the processes that parse landing files "
-        "when a source has many new ones, and dbt's threads (default: the CPUs this process "
-        "may run on).",
-    )
-    warm_refresh_idle_seconds: float = Field(
-        default=0.0,
-        ge=0,
-        description="When above 0, ``findata refresh`` runs in a child of a refresh server of "
-        "its home that has Dagster, the definitions and dbt imported already (started by the "
-        "first refresh that finds none; ``orchestration/warm_refresh.py``), saving each refresh "
-        "seconds of imports; the server ends once no refresh has run for this many seconds. "
-        "0: every refresh imports them in a process of its own.",
+        description="dbt's threads in a refresh's build (default: the CPUs this process may "
+        "run on).",
     )
     version_idle_seconds: float = Field(
         default=60.0,

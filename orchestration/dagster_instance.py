@@ -1,8 +1,10 @@
 """The Dagster instance (runs, event logs, schedules) chosen by the settings alone.
 
-``$FINDATA_HOME/dagster`` is always DAGSTER_HOME: its ``dagster.yaml`` is written from the
-settings before Dagster starts (``findata refresh``, ``findata ui``). On the SQLite default the
-instance's storage is SQLite in that folder. When the control plane is PostgreSQL
+``$FINDATA_HOME/dagster`` is always DAGSTER_HOME: its ``dagster.yaml`` is written before Dagster
+starts (``findata refresh``, ``findata ui``) from the project's template, ``dagster.yaml`` at the
+repository root (in the package as ``findata/dagster.yaml``, a link to it in a checkout and a
+copy in a wheel), with the storage the settings choose. On the SQLite default that is Dagster's
+own default: SQLite files in DAGSTER_HOME. When the control plane is PostgreSQL
 (``FINDATA_DATABASE_URL``), the instance is dagster-postgres in the same database, in a schema
 of its own (``dagster``: Dagster's tables and its Alembic version table would otherwise sit
 beside the control plane's), so every pipeline host and the UI share one instance.
@@ -15,6 +17,7 @@ the control plane's URL for this process and the Dagster processes it starts.
 from __future__ import annotations
 
 import os
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +28,8 @@ from findata.settings import Settings
 
 #: the environment variable the generated dagster.yaml reads the PostgreSQL URL from
 POSTGRES_URL_ENV = "FINDATA_DAGSTER_POSTGRES_URL"
+#: the instance template: the repository's dagster.yaml, in the package as findata/dagster.yaml
+TEMPLATE = "dagster.yaml"
 #: the PostgreSQL schema of Dagster's tables, beside the control plane's (``public``)
 DAGSTER_SCHEMA = "dagster"
 
@@ -48,20 +53,18 @@ def dagster_postgres_url(database_url: str) -> str:
     return url.render_as_string(hide_password=False)
 
 
+def instance_template() -> str:
+    """The text of the project's ``dagster.yaml`` (the instance template)."""
+    return resources.files("findata").joinpath(TEMPLATE).read_text()
+
+
 def instance_config(settings: Settings) -> dict[str, Any]:
-    """The instance's ``dagster.yaml`` as a mapping: telemetry off, storage by the settings."""
+    """The instance's ``dagster.yaml`` as a mapping: the template, with PostgreSQL storage when
+    the control plane is PostgreSQL (else Dagster's default, SQLite in DAGSTER_HOME)."""
+    config: dict[str, Any] = yaml.safe_load(instance_template()) or {}
     if on_postgres(settings):
-        storage: dict[str, Any] = {"postgres": {"postgres_url": {"env": POSTGRES_URL_ENV}}}
-    else:
-        # Dagster's SQLite files, with the event log on kept-open connections
-        storage = {
-            "custom": {
-                "module": "findata.orchestration.dagster_sqlite_storage",
-                "class": "KeptOpenSqliteStorage",
-                "config": {"base_dir": str(settings.dagster_home)},
-            }
-        }
-    return {"telemetry": {"enabled": False}, "storage": storage}
+        config["storage"] = {"postgres": {"postgres_url": {"env": POSTGRES_URL_ENV}}}
+    return config
 
 
 def _create_dagster_schema(settings: Settings) -> None:
@@ -95,9 +98,10 @@ def prepare_dagster_home(settings: Settings) -> Path:
         _create_dagster_schema(settings)
         os.environ[POSTGRES_URL_ENV] = dagster_postgres_url(settings.control_plane_url)
     text = (
-        "# Written by findata from its settings before Dagster starts (orchestration/"
-        "dagster_instance.py):\n# edits are replaced. The PostgreSQL URL, when used, comes from "
-        f"{POSTGRES_URL_ENV}.\n" + yaml.safe_dump(instance_config(settings), sort_keys=False)
+        f"# Written by findata from {TEMPLATE} and its settings before Dagster starts "
+        "(orchestration/\n# dagster_instance.py): edits here are replaced. The PostgreSQL URL, "
+        f"when used, comes from {POSTGRES_URL_ENV}.\n"
+        + yaml.safe_dump(instance_config(settings), sort_keys=False)
     )
     target = home / "dagster.yaml"
     if not target.exists() or target.read_text() != text:

@@ -1,61 +1,63 @@
-"""The dbt project's manifest (``dbt parse``), started before the Dagster definitions need it.
+"""The dbt project's manifest (``dbt parse``) and the environment dbt runs in.
 
 The definitions make an asset of every dbt model from ``manifest.json``. A home's first
-refresh, and the first after the dbt project changed, has no current manifest, and ``dbt parse``
-takes ~4-5 s. It runs in a subprocess, so a refresh starts it (:func:`start_parse`) before it
-imports Dagster and the definitions (~3-4 s in this process) and the definitions wait for it
-(:func:`finish_started_parse`): the two use both cores instead of one after the other. The
-command and environment are those dagster-dbt's resource gives a parse, so the build finds the
-same partial-parse state (``partial_parse.msgpack``) as when the definitions parse themselves.
+refresh, and the first after the dbt project changed, has no current manifest: the definitions
+parse the project then (``assets/dbt.py``), and a stamp of the project files' hash beside the
+manifest says whether it is current.
 
-Nothing here imports Dagster or dbt: it runs before they are imported.
+Nothing here imports Dagster or dbt.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-import subprocess
-from dataclasses import dataclass
+import shutil
 from importlib import resources
 from pathlib import Path
 
-from findata.orchestration.warm_dbt import CLIENT
 from findata.settings import Settings
 
 # the dbt project travels with the package (``findata.transforms``: transforms/ in a checkout)
 TRANSFORMS = Path(str(resources.files("findata.transforms")))
-#: what runs dbt: ``findata-dbt``, which runs it in the refresh's warm dbt server when there is
-#: one (``warm_dbt.py``), else execs ``dbt``
-DBT_EXECUTABLE = CLIENT
 #: the files of the project that shape its manifest
 PROJECT_PARTS = ("models", "macros", "tests", "dbt_project.yml", "profiles.yml")
 #: beside the manifest: the hash of the project files it was made from
 STAMP = "findata-project.sha256"
-
-
-@dataclass(frozen=True)
-class StartedParse:
-    """A ``dbt parse`` under way into ``target``, of the project files hashed ``digest``."""
-
-    process: subprocess.Popen[bytes]
-    target: Path
-    digest: str
-
-
-_started: dict[Path, StartedParse] = {}
+#: dbt's record of what it parsed, read by the next parse to parse only what changed
+PARTIAL_PARSE = "partial_parse.msgpack"
 
 
 def dbt_environment(settings: Settings) -> None:
     """Point dbt's profile at ``settings``' build warehouse (its memory limit, its threads), and its
     artifacts and logs at the home's build folder (the project folder may be a read-only
     installed package)."""
-    os.environ["FINDATA_WAREHOUSE"] = str(settings.warehouse_path)
-    os.environ["FINDATA_BUILD_MEMORY_LIMIT"] = settings.build_memory_limit
-    os.environ["FINDATA_BUILD_WORKERS"] = str(settings.build_workers)
-    os.environ["DBT_TARGET_PATH"] = str(settings.dbt_target_dir)
-    os.environ["DBT_LOG_PATH"] = str(settings.dbt_target_dir / "logs")
+    os.environ.update(dbt_variables(settings))
     os.environ.setdefault("DBT_SEND_ANONYMOUS_USAGE_STATS", "0")
+
+
+def dbt_variables(settings: Settings) -> dict[str, str]:
+    """The environment variables dbt's profile and flags read for ``settings``' home."""
+    return {
+        "FINDATA_WAREHOUSE": str(settings.warehouse_path),
+        "FINDATA_BUILD_MEMORY_LIMIT": settings.build_memory_limit,
+        "FINDATA_BUILD_WORKERS": str(settings.build_workers),
+        "DBT_TARGET_PATH": str(settings.dbt_target_dir),
+        "DBT_LOG_PATH": str(settings.dbt_target_dir / "logs"),
+    }
+
+
+def build_target(settings: Settings) -> Path:
+    """One target folder for every build: the dbt worker's parse as a refresh starts reads the
+    previous ``partial_parse.msgpack`` there and parses only what changed (~2 s otherwise); the
+    first starts from the one the manifest's parse left. Refreshes do not overlap (they write
+    the one build warehouse), so neither do their targets."""
+    target = settings.dbt_target_dir / "build"
+    parsed = manifest_dir(settings) / PARTIAL_PARSE
+    if not (target / PARTIAL_PARSE).exists() and parsed.exists():
+        target.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(parsed, target / PARTIAL_PARSE)
+    return target
 
 
 def manifest_dir(settings: Settings) -> Path:
@@ -82,59 +84,3 @@ def manifest_is_current(target: Path, digest: str) -> bool:
 def record_parse(target: Path, digest: str) -> None:
     """The manifest in ``target`` was made from the project files hashed ``digest``."""
     (target / STAMP).write_text(digest)
-
-
-def start_parse(settings: Settings) -> None:
-    """Start ``dbt parse`` into ``settings``' manifest folder unless its manifest is current
-    or a parse into it is already under way; :func:`finish_started_parse` waits for it."""
-    target = manifest_dir(settings)
-    if target in _started:
-        return
-    digest = project_digest()
-    if manifest_is_current(target, digest):
-        return
-    dbt_environment(settings)
-    target.mkdir(parents=True, exist_ok=True)
-    process = subprocess.Popen(
-        [str(DBT_EXECUTABLE), "parse", "--quiet"],
-        cwd=TRANSFORMS,
-        env=_parse_environment(target),
-        # on a failure the definitions parse again, through dagster-dbt, showing dbt's error
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    _started[target] = StartedParse(process, target, digest)
-
-
-def parse_under_way(settings: Settings) -> bool:
-    """A parse :func:`start_parse` started into ``settings``' manifest folder is still running
-    (the definitions will wait for it)."""
-    started = _started.get(manifest_dir(settings))
-    return started is not None and started.process.poll() is None
-
-
-def finish_started_parse(target: Path) -> bool:
-    """Wait for the parse :func:`start_parse` started into ``target``, if any; True when it
-    made a current manifest there (False: none was started, or it failed and the caller
-    parses again, showing dbt's error)."""
-    started = _started.pop(target, None)
-    if started is None or started.process.wait() != 0:
-        return False
-    record_parse(target, started.digest)
-    return True
-
-
-def _parse_environment(target: Path) -> dict[str, str]:
-    """The environment dagster-dbt's ``DbtCliResource.cli`` gives dbt, for a parse into
-    ``target``."""
-    return {
-        **os.environ,
-        "DAGSTER_DBT_CLI": "true",
-        "PYTHONUNBUFFERED": "1",
-        "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
-        "DBT_LOG_FORMAT": "json",
-        "DBT_TARGET_PATH": str(target),
-        "DBT_LOG_PATH": str(target),
-        "DBT_PROFILES_DIR": str(TRANSFORMS),
-        "DBT_PROJECT_DIR": str(TRANSFORMS),
-    }

@@ -9,9 +9,9 @@ same rows (no source changed, after a build that did not get to publish: no mode
 record (the first build, a forced one) or other code means every model, and ``--full-refresh``
 for the incremental ones.
 
-The record also keeps each dbt test's last status (``run_results.json``): a test of a model
-that does not run is not run either, and its result is the one the build that last ran it gave
-(the model's rows are the ones it tested).
+A test of a model that does not run is not run either (the model's rows are the ones the
+build that last ran it tested); a test that also reads a rebuilt model runs (cautious indirect
+selection).
 
 The record is replaced only when dbt succeeded. A build that fails or is killed halfway leaves
 the one before, which still names every source whose models it may have rebuilt (each model is
@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from findata.orchestration.build_inputs import code_fingerprint
@@ -52,7 +52,6 @@ class DbtScope:
     #: the build is not recorded (models outside it may still read older rows)
     selection: bool = False
     #: each dbt test's status in the last build that ran it (unique id -> "pass", "warn"…)
-    test_statuses: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def runs_nothing(self) -> bool:
@@ -125,7 +124,6 @@ def _plan_whole_build(settings: Settings, manifest: Mapping[str, Any]) -> DbtSco
         f"only what reads {', '.join(changed)}" if changed else "no raw source changed",
         changed_sources=changed,
         unchanged_models=unchanged,
-        test_statuses=dict(built.get("tests", {})),
     )
 
 
@@ -134,21 +132,14 @@ def forget_dbt_build(settings: Settings) -> None:
     (settings.build_dir / DBT_BUILT_FROM).unlink(missing_ok=True)
 
 
-def record_dbt_build(
-    settings: Settings, scope: DbtScope, run_results: Mapping[str, Any] | None = None
-) -> None:
+def record_dbt_build(settings: Settings, scope: DbtScope) -> None:
     """``dbt build`` succeeded on ``scope``: every model now reflects its sources and code
-    (nothing is recorded after a selection); the statuses of the tests it ran (its
-    ``run_results.json``) replace those kept for them."""
+    (nothing is recorded after a selection)."""
     if scope.selection:
         return
-    tests = {} if scope.full_refresh else dict(scope.test_statuses)
-    for result in (run_results or {}).get("results", []):
-        if result["unique_id"].startswith("test."):
-            tests[result["unique_id"]] = result["status"]
     settings.build_dir.mkdir(parents=True, exist_ok=True)
     record = settings.build_dir / f"{DBT_BUILT_FROM}.tmp"
-    record.write_text(json.dumps({"code": scope.code, "sources": scope.sources, "tests": tests}))
+    record.write_text(json.dumps({"code": scope.code, "sources": scope.sources}))
     os.replace(record, settings.build_dir / DBT_BUILT_FROM)
 
 

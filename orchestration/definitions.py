@@ -4,7 +4,7 @@ import dagster as dg
 
 from findata.orchestration.assets.build_inputs import build_inputs_gate
 from findata.orchestration.assets.checks import contract_checks
-from findata.orchestration.assets.dbt import dbt_models, dbt_resource
+from findata.orchestration.assets.dbt import dbt_models
 from findata.orchestration.assets.publishing import REFRESH_CRON, publish_version
 from findata.orchestration.assets.raw import raw_tables
 from findata.orchestration.refresh_lock import REFRESH_LOCK, refresh_lock
@@ -48,7 +48,7 @@ defs = dg.Definitions(
         ),
     ],
     sensors=[build_landing_sensor(refresh_job.name, _sensor_status)],
-    resources={"dbt": dbt_resource, REFRESH_LOCK: refresh_lock},
+    resources={REFRESH_LOCK: refresh_lock},
     loggers={"console": dg.json_console_logger} if _json_runs else None,
     # one step at a time: every step writes or reads the one build warehouse (DuckDB allows a
     # single writer)

@@ -1,5 +1,16 @@
 """Running the refresh job in-process: the same Dagster job the UI runs, recorded in the same
-instance (``$FINDATA_HOME/dagster``; its storage follows the settings: ``dagster_instance.py``)."""
+instance (``$FINDATA_HOME/dagster``; its storage follows the settings: ``dagster_instance.py``).
+
+The process model is this one process. Dagster's in-process executor runs the steps one after
+another; the raw step reads landing here, dbt runs here through its Python API
+(``dbt_runner.py``), the contract checks run here (``checks/marts.py``). No process-level
+speed-up is kept: measured side by side on the small demo's one-day refresh (2026-11-28,
+``benchmarks/pipeline.py``), a dbt worker and a checks worker that imported dbt and Great
+Expectations on the other core while this process started saved 2.3 s of 13.8 s (17 %), under
+the 20 % such machinery must earn. The forkserver pool that parsed landing files helps only a
+full refresh (the large one's raw step: 142 s with it, 208 s without; a one-day refresh reads
+one new file), so it went too.
+"""
 
 from __future__ import annotations
 
@@ -39,26 +50,6 @@ class RefreshOutcome:
     warned_checks: list[str] = field(default_factory=list)
 
 
-def prepare_refresh_process(settings: Settings) -> None:
-    """Do once in this process what every refresh does before its run starts: import the
-    definitions (parsing the dbt project first when its manifest is not current), resolve
-    the job, make and close an instance (its storage's code, ~0.3 s of each first instance).
-    Starts no thread and leaves nothing open: a process forked from this one afterwards
-    (``warm_refresh.py``) runs refreshes without that work."""
-    from findata.orchestration.dbt_manifest import start_parse
-
-    start_parse(settings)  # the definitions need the parsed project
-    prepare_dagster_home(settings)
-    import dagster as dg
-
-    from findata.orchestration.definitions import defs
-
-    defs.resolve_job_def("refresh")
-    with dg.DagsterInstance.get():
-        pass
-    gc.freeze()  # out of the collector's way, as run_refresh does after its first load
-
-
 def run_refresh(
     settings: Settings, *, force: bool = False, run_when_unchanged: bool = False
 ) -> RefreshOutcome:
@@ -76,49 +67,28 @@ def run_refresh(
         if since is not None:
             return RefreshOutcome(None, True, None, 0, [], unchanged_since=since)
     prepare_dagster_home(settings)
-    from findata.orchestration.warm_dbt import start_warm_dbt
-
-    # dbt imports itself (~1.5 s) on the other core while Dagster imports here
-    start_warm_dbt()
-    first_load = DEFINITIONS not in sys.modules
-    if first_load:
-        from findata.orchestration.dbt_manifest import start_parse
-
-        # the definitions need the parsed dbt project, which a home's first refresh makes
-        # (seconds, in a subprocess): under way on the other core while Dagster and the
-        # definitions import here (once a process has them, it has a manifest)
-        start_parse(settings)
     from findata.control_plane.database import require_upgraded
 
-    # the run publishes to the control plane: a database never migrated is refused now (while
-    # dbt and the parse start on the other core), with the message naming `findata db
-    # upgrade`, not as a failed step of the run
+    # the run publishes to the control plane: a database never migrated is refused now, with
+    # the message naming `findata db upgrade`, not as a failed step of the run
     require_upgraded(settings.control_plane_url)
     import dagster as dg
 
     from findata.orchestration.assets.build_inputs import BUILD_INPUTS
     from findata.orchestration.assets.publishing import CHANGE_RECORDS, PUBLISHED_VERSION
 
+    first_load = DEFINITIONS not in sys.modules
+    # the definitions parse the dbt project when its manifest is not current (a home's first
+    # refresh: seconds)
+    from findata.orchestration.definitions import RUN_LOGGING, defs
+
+    if first_load:
+        # what the imports made (Dagster, the definitions: ~1 M objects) lives as long as the
+        # process: out of the collector's way, its full collections during the run walk only
+        # what the run makes (the SEC readers make many; a small full refresh's raw step ~0.6 s
+        # faster)
+        gc.freeze()
     with dg.DagsterInstance.get() as instance:
-        from findata.orchestration.dbt_manifest import parse_under_way
-
-        if parse_under_way(settings):
-            from findata.orchestration.checks.workers import start_check_workers
-
-            # the definitions will wait for the parse (a home's first refresh: seconds, on one
-            # core): the contract checks' workers import their library meanwhile, on the other,
-            # rather than in the dbt step beside the whole build's dbt (both cores busy)
-            start_check_workers()
-        # imported once the instance is made: loading the definitions may wait for the parse
-        # above, and making the instance meanwhile uses that time
-        from findata.orchestration.definitions import RUN_LOGGING, defs
-
-        if first_load:
-            # what the imports made (Dagster, the definitions, maybe Great Expectations: ~1 M
-            # objects) lives as long as the process: out of the collector's way, its full
-            # collections during the run walk only what the run makes (the SEC readers make
-            # many; a small full refresh's raw step ~0.6 s faster)
-            gc.freeze()
         result = defs.resolve_job_def("refresh").execute_in_process(
             instance=instance,
             raise_on_error=False,

@@ -44,7 +44,6 @@ import findata.contracts
 import findata.sources.readers
 from findata.sources import landing as landing_module
 from findata.sources.landing import LANDING_SOURCES, LandingSource, concat_frames, unit_key
-from findata.sources.landing_parallel import read_units
 from findata.sources.raw import RAW_SCHEMA, cache_load, raw_transaction
 
 UNITS_FILE = "units.json"
@@ -83,14 +82,12 @@ def load_source(
     fingerprint: str,
     *,
     memory_limit: str,
-    workers: int = 1,
     batch_rows: int = BATCH_ROWS,
 ) -> dict[str, int]:
     """Bring source ``name``'s raw tables in ``database`` to its landing units' rows, with its
     ``fingerprint``, parsing only the units ``cache`` does not hold (appended or merged: see
     the module doc); rows per table. DuckDB works within ``memory_limit``, spilling beside the
-    cache beyond it; pandas holds the parsed rows of ``batch_rows`` at a time; ``workers``
-    processes parse the units when there are many (``landing_parallel.py``)."""
+    cache beyond it; pandas holds the parsed rows of ``batch_rows`` at a time."""
     source = LANDING_SOURCES[name]
     units = {unit_key(unit): unit for unit in source.units(landing)}
     keys = list(units)
@@ -113,7 +110,7 @@ def load_source(
                 "CREATE TEMP TABLE known_units AS SELECT CAST(unnest($known) AS VARCHAR) AS unit",
                 {"known": sorted(known)},
             )
-            fresh = _parse_into(con, name, units, known, batch_rows, workers)
+            fresh = _parse_into(con, name, units, known, batch_rows)
             appended = (
                 held is not None
                 and _appendable(held, keys, files, cache_load(database, name))
@@ -234,7 +231,6 @@ def _parse_into(
     units: dict[str, Path],
     known: set[str],
     batch_rows: int,
-    workers: int,
 ) -> dict[str, list[str]]:
     """Parse the units not ``known`` into DuckDB temp tables, each row tagged with its unit and
     position; pandas holds one batch of about ``batch_rows`` rows per table at a time (a batch
@@ -253,8 +249,10 @@ def _parse_into(
         made[table].append(batch)
         pending[table], counted[table] = [], 0
 
-    to_parse = [(key, unit) for key, unit in units.items() if key not in known]
-    for key, tables in read_units(name, to_parse, workers):
+    for key, unit in units.items():
+        if key in known:
+            continue
+        tables = source.read_unit(unit)
         for table, frame in tables.items():
             pending[table].append((key, frame))
             counted[table] += len(frame)

@@ -9,9 +9,9 @@ import dagster as dg
 from findata.clock import get_clock, utc_today
 from findata.contracts.datasets import DatasetContract
 from findata.orchestration.build_inputs import comparable_version
+from findata.orchestration.checks.marts import MartCheck, MartCheckOutcome, check_marts
 from findata.orchestration.checks.results import ContractCheckResult
 from findata.orchestration.checks.unchanged import VersionComparison
-from findata.orchestration.checks.workers import MartCheck, MartCheckOutcome, check_marts
 from findata.orchestration.refresh_lock import REFRESH_LOCK
 from findata.published.publish import contracts_published
 from findata.published.versions import current_version_at
@@ -69,7 +69,6 @@ def _contract_checks() -> dg.AssetChecksDefinition:
         previous = previous_row_counts()
         today = utc_today(get_clock())
         selected = sorted(context.selected_asset_check_keys, key=lambda k: k.to_user_string())
-        # on both cores, in processes that have Great Expectations imported (checks/workers.py)
         jobs = [
             MartCheck(
                 contract=contract,

@@ -1,52 +1,29 @@
-"""The dbt project as Dagster assets: each model its own asset, dbt tests as asset checks."""
+"""The dbt project as Dagster assets: each model its own asset, built through dbt's Python API in
+the step's process (``dbt_runner.py``). dbt's tests run in ``dbt build`` (a failing one fails the
+step, so nothing is published), not as Dagster asset checks."""
 
-import contextlib
-import fcntl
 import json
-import shutil
-import signal
-import subprocess
-from collections.abc import Iterator, Mapping, Sequence
-from functools import cached_property
+from collections.abc import Iterator, Mapping
 from graphlib import TopologicalSorter
-from importlib import metadata
-from pathlib import Path
 from typing import Any
 
 import dagster as dg
-from packaging import version
+from dagster_dbt import DagsterDbtTranslator, DagsterDbtTranslatorSettings, DbtProject, dbt_assets
 
 from findata.orchestration.assets.raw import raw_asset_key
-from findata.orchestration.checks.workers import start_check_workers
-from findata.orchestration.dagster_dbt_lean import (
-    DagsterDbtTranslator,
-    DbtCliResource,
-    DbtProject,
-    dbt_assets,
-    get_asset_check_key_for_test,
-)
 from findata.orchestration.dbt_manifest import (
-    DBT_EXECUTABLE,
     TRANSFORMS,
+    build_target,
     dbt_environment,
-    finish_started_parse,
+    dbt_variables,
     manifest_dir,
     manifest_is_current,
     project_digest,
-    record_parse,
 )
-from findata.orchestration.dbt_scope import (
-    DbtScope,
-    plan_dbt_build,
-    record_dbt_build,
-)
+from findata.orchestration.dbt_runner import BuildResult, parse_project, run_dbt
+from findata.orchestration.dbt_scope import DbtScope, plan_dbt_build, record_dbt_build
 from findata.orchestration.refresh_lock import REFRESH_LOCK
 from findata.settings import get_settings
-
-PARTIAL_PARSE = "partial_parse.msgpack"
-#: what dbt's output pipe holds unread: a one-day build writes ~120 KiB of JSON lines, twice a
-#: pipe's default 64 KiB
-OUTPUT_PIPE_BYTES = 1 << 20
 
 
 class FindataTranslator(DagsterDbtTranslator):
@@ -61,6 +38,11 @@ class FindataTranslator(DagsterDbtTranslator):
         return dbt_resource_props.get("schema") or "dbt"
 
 
+# dbt's tests as asset checks would cost ~300 Dagster events a refresh (planned, evaluated,
+# carried for the marts left as built), each a commit to the event log: ~3 s of a one-day
+# refresh on the SQLite default. dbt build runs them all the same and stops on a failing one
+TRANSLATOR = FindataTranslator(settings=DagsterDbtTranslatorSettings(enable_asset_checks=False))
+
 dbt_environment(get_settings())
 dbt_project = DbtProject(
     project_dir=TRANSFORMS,
@@ -69,38 +51,16 @@ dbt_project = DbtProject(
 )
 
 
-class FindataDbtCliResource(DbtCliResource):
-    """dagster-dbt's resource without its two start-up costs that this project does not use
-    (~3 s of every build): it asked the dbt executable for its version (a second dbt process)
-    and opened a dbt adapter in this process, which serves only column metadata and row counts
-    fetched after a model (``fetch_column_metadata``, ``fetch_row_counts``; not used here)."""
-
-    @cached_property
-    def _cli_version(self) -> version.Version:
-        # the executable runs this environment's dbt (``dbt_executable`` below: findata-dbt)
-        return version.parse(metadata.version("dbt-core"))
-
-    def _initialize_dbt_core_adapter(self, args: Sequence[str]) -> Any:
-        return None
-
-
-dbt_resource = FindataDbtCliResource(project_dir=dbt_project, dbt_executable=str(DBT_EXECUTABLE))
-
-
 def prepare_manifest(project: DbtProject) -> None:
-    """Parse the project (``dbt parse``) unless the manifest was made from these very files:
-    outside ``dagster dev`` nothing else does, and a stale manifest would miss new models. A
-    parse the refresh started before importing Dagster (``dbt_manifest.start_parse``) is
-    waited for instead."""
+    """Parse the project (``dbt parse``) unless the manifest was made from
+    these very files: outside ``dagster dev`` nothing else does, and a stale manifest would miss
+    new models."""
     target = project.target_path
-    if finish_started_parse(target):
-        return
     digest = project_digest()
     if manifest_is_current(target, digest):
         return
-    # the preparer's own resource looks for dbt on PATH; this one knows the venv's dbt
-    dbt_resource.cli(["parse", "--quiet"], target_path=target).wait()
-    record_parse(target, digest)
+    target.mkdir(parents=True, exist_ok=True)
+    parse_project(target, digest)
 
 
 prepare_manifest(dbt_project)
@@ -109,62 +69,85 @@ prepare_manifest(dbt_project)
 @dbt_assets(
     manifest=dbt_project.manifest_path,
     project=dbt_project,
-    dagster_dbt_translator=FindataTranslator(),
-    required_resource_keys={"dbt", REFRESH_LOCK},
+    dagster_dbt_translator=TRANSLATOR,
+    required_resource_keys={REFRESH_LOCK},
 )
 def dbt_models(context: dg.AssetExecutionContext) -> Iterator[Any]:
     """``dbt build``: the models downstream of a raw source that changed (every model when the
     code changed or no build is recorded: ``dbt_scope.py``), with their tests."""
-    dbt: DbtCliResource = context.resources.dbt
     settings = get_settings()
-    dbt_environment(settings)
     manifest = json.loads(dbt_project.manifest_path.read_text())
     selection = set(context.selected_asset_keys) != set(context.assets_def.keys)
     scope = plan_dbt_build(settings, manifest, selection=selection)
     context.log.info(
         f"dbt build: {scope.reason}; {len(scope.unchanged_models)} models left as built"
     )
-    # dbt starts first (its process runs from here on): the unchanged marts' outputs and their
-    # carried test results (~0.5 s of events on a one-day refresh) are written meanwhile
-    build = (
-        None
-        if scope.runs_nothing
-        else dbt.cli(scope.dbt_args(), context=context, target_path=_build_target())
+    # first: Dagster takes a multi-asset's outputs in dependency order, and a mart left as built
+    # reads no model that is rebuilt (it would read a changed source)
+    yield from _unchanged_marts(context, manifest, scope)
+    if scope.runs_nothing:
+        return
+    args = scope.dbt_args()
+    if scope.selection:
+        args += ["--select", " ".join(_selected_models(context, manifest))]
+    target = build_target(settings)
+    context.log.info(f"dbt {' '.join(args)} (its full log: {target / 'dbt.log'})")
+    result = run_dbt(args, target, dbt_variables(settings))
+    yield from _built_models(context, manifest, result)
+    if not result.success:
+        raise dg.Failure(
+            description=_failure_description(result),
+            metadata={"dbt_log": str(target / "dbt.log")},
+        )
+    record_dbt_build(settings, scope)
+
+
+def _built_models(
+    context: dg.AssetExecutionContext, manifest: Mapping[str, Any], result: BuildResult
+) -> Iterator[dg.Output[None]]:
+    """An output for each model dbt built, in dependency order, with dbt's time and status."""
+    built = {n.unique_id: n for n in result.nodes if n.status == "success"}
+    for node in _in_dependency_order(manifest, set(built) & set(manifest["nodes"])):
+        if node["resource_type"] != "model":
+            continue
+        key = TRANSLATOR.get_asset_key(node)
+        if key not in context.selected_asset_keys:
+            continue
+        done = built[node["unique_id"]]
+        yield dg.Output(
+            None,
+            output_name=context.assets_def.get_output_name_for_asset_key(key),
+            metadata={"rebuilt": True, "seconds": round(done.seconds, 3), "dbt": done.message},
+        )
+
+
+def _selected_models(context: dg.AssetExecutionContext, manifest: Mapping[str, Any]) -> list[str]:
+    """The names of the models the run selected (a subset materialised from the UI)."""
+    return sorted(
+        node["name"]
+        for node in manifest["nodes"].values()
+        if node["resource_type"] == "model"
+        and TRANSLATOR.get_asset_key(node) in context.selected_asset_keys
     )
-    if build is not None:
-        _widen_output_pipe(build.process)
-    try:
-        # before dbt's events: Dagster takes a multi-asset's outputs in dependency order, and a
-        # mart left as built reads no model that is rebuilt (it would read a changed source)
-        yield from _unchanged_marts(context, manifest, scope)
-        if build is None:
-            return
-        # the contract checks' workers import their library (seconds) beside dbt, in their own
-        # process, rather than after dbt
-        start_check_workers()
-    except BaseException:
-        if build is not None:
-            # the step ends before it reads dbt's output: dbt stops too, as dagster-dbt stops
-            # it when a step streaming it is interrupted
-            build.process.send_signal(signal.SIGINT)
-            build.process.wait(timeout=build.termination_timeout_seconds)
-        raise
-    yield from build.stream()
-    record_dbt_build(settings, scope, build.get_artifact("run_results.json"))
+
+
+def _failure_description(result: BuildResult) -> str:
+    """What failed in a dbt build: its failing nodes (a test's failures, a model's error), or
+    dbt's own error."""
+    failed = [n for n in result.nodes if n.status in ("error", "fail", "runtime error")]
+    lines = [f"{n.unique_id}: {n.status}: {n.message}" for n in failed]
+    if result.error:
+        lines.append(result.error)
+    return "dbt build failed:\n" + ("\n".join(lines) or "(no node failed; see dbt's log)")
 
 
 def _unchanged_marts(
     context: dg.AssetExecutionContext, manifest: Mapping[str, Any], scope: DbtScope
-) -> Iterator[dg.Output[None] | dg.AssetCheckResult]:
+) -> Iterator[dg.Output[None]]:
     """An output for each mart dbt left as it was, so that the steps reading it (its contract
     check, publish) run; its metadata says it was not rebuilt. Models inside the dbt project
-    need none: nothing outside this step reads them. Then the result of each of its dbt tests
-    that reads only models left as built, as the build that last ran it recorded (the rows are
-    the ones that build tested): publish waits for these checks, which would otherwise have no
-    result in this run."""
+    need none: nothing outside this step reads them."""
     left = set(scope.unchanged_models)
-    translator = FindataTranslator()
-    marts: set[dg.AssetKey] = set()
     unchanged = {
         node["unique_id"]
         for node in manifest["nodes"].values()
@@ -173,40 +156,15 @@ def _unchanged_marts(
     for node in _in_dependency_order(manifest, unchanged):
         if node["resource_type"] != "model":
             continue
-        key = translator.get_asset_key(node)
+        key = TRANSLATOR.get_asset_key(node)
         if key.path[0] != "marts" or key not in context.selected_asset_keys:
             continue
-        marts.add(key)
         yield dg.Output(
             None,
             output_name=context.assets_def.get_output_name_for_asset_key(key),
             metadata={
                 "rebuilt": False,
                 "why": f"no raw source it reads changed ({scope.reason})",
-            },
-        )
-    for test, status in sorted(scope.test_statuses.items()):
-        node = manifest["nodes"].get(test)
-        # a test since removed; one that reads a rebuilt model runs (dbt_scope: cautious)
-        if node is None or not set(node["depends_on"]["nodes"]) <= unchanged:
-            continue
-        check = get_asset_check_key_for_test(manifest, translator, test, dbt_project)
-        if check is None or check.asset_key not in marts:
-            continue
-        if check not in context.selected_asset_check_keys:
-            continue
-        yield dg.AssetCheckResult(
-            asset_key=check.asset_key,
-            check_name=check.name,
-            passed=status == "pass",
-            # as dagster-dbt reports a test it ran (DbtCoreCliEventMessage)
-            severity=(
-                dg.AssetCheckSeverity.WARN if status == "warn" else dg.AssetCheckSeverity.ERROR
-            ),
-            metadata={
-                "status": status,
-                "carried_from_build": "not run again: the model is as the last dbt build that "
-                "ran this test left it, and this is that build's result",
             },
         )
 
@@ -225,28 +183,3 @@ def _in_dependency_order(
     }
     for unique_id in TopologicalSorter(graph).static_order():
         yield nodes[unique_id]
-
-
-def _widen_output_pipe(process: subprocess.Popen[bytes]) -> None:
-    """Let dbt write its whole output before this step reads it: the step yields the marts left
-    as built (~0.5 s on a one-day refresh) before it streams dbt's events, and a slow moment
-    there (the contract checks' library imported here, as the step once did: seconds) stopped
-    dbt at its first write to a full pipe. Linux only (elsewhere, and above the system's pipe
-    limit, the pipe keeps its size)."""
-    if process.stdout is None or not hasattr(fcntl, "F_SETPIPE_SZ"):
-        return
-    with contextlib.suppress(OSError):
-        fcntl.fcntl(process.stdout.fileno(), fcntl.F_SETPIPE_SZ, OUTPUT_PIPE_BYTES)
-
-
-def _build_target() -> Path:
-    """One target folder for every build (dagster-dbt's default is a new one per run): dbt
-    reads its previous ``partial_parse.msgpack`` there and parses only what changed (~2 s of a
-    refresh otherwise); the first build starts from the one ``dbt parse`` left. Refreshes do
-    not overlap (they write the one build warehouse), so neither do their targets."""
-    target = get_settings().dbt_target_dir / "build"
-    parsed = dbt_project.target_path / PARTIAL_PARSE
-    if not (target / PARTIAL_PARSE).exists() and parsed.exists():
-        target.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(parsed, target / PARTIAL_PARSE)
-    return target

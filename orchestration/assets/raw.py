@@ -81,7 +81,6 @@ def _read_source(
             warehouse,
             fingerprint,
             memory_limit=settings.build_memory_limit,
-            workers=settings.build_workers,
         )
     for table, count in rows.items():
         if raw_asset_key(table) in selected:

@@ -5,15 +5,11 @@ rebuilding only what reads prices, equal to a full rebuild) are in ``test_pipeli
 from __future__ import annotations
 
 import json
-import subprocess
-from functools import cached_property
-from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pytest
-from dagster_dbt import DbtCliResource
 
 from findata.orchestration.assets import dbt as dbt_assets_module
 from findata.orchestration.dbt_scope import (
@@ -79,41 +75,6 @@ def test_a_changed_price_source_rebuilds_what_reads_prices_only(
     assert plan_dbt_build(settings, manifest).runs_nothing
 
 
-def _results(**statuses: str) -> dict[str, Any]:
-    """A ``run_results.json`` of tests (and one model, which is not a test)."""
-    return {
-        "results": [
-            {"unique_id": "model.findata.prices", "status": "success"},
-            *({"unique_id": f"test.findata.{t}", "status": s} for t, s in statuses.items()),
-        ]
-    }
-
-
-def test_each_test_keeps_the_status_of_the_last_build_that_ran_it(
-    settings: Settings, manifest: dict
-) -> None:
-    full = plan_dbt_build(settings, manifest)
-    record_dbt_build(settings, full, _results(on_prices="pass", on_managers="warn"))
-    _land(settings, "prices", "prices-2")
-    partial = plan_dbt_build(settings, manifest)
-    assert partial.test_statuses == {
-        "test.findata.on_prices": "pass",
-        "test.findata.on_managers": "warn",
-    }
-    # a partial build replaces the statuses of the tests it ran and keeps the others
-    record_dbt_build(settings, partial, _results(on_prices="warn"))
-    _land(settings, "prices", "prices-3")
-    assert plan_dbt_build(settings, manifest).test_statuses == {
-        "test.findata.on_prices": "warn",
-        "test.findata.on_managers": "warn",
-    }
-    # a full build ran every test: what it ran is all that is kept
-    forget_dbt_build(settings)
-    record_dbt_build(settings, plan_dbt_build(settings, manifest), _results(on_prices="pass"))
-    _land(settings, "prices", "prices-4")
-    assert plan_dbt_build(settings, manifest).test_statuses == {"test.findata.on_prices": "pass"}
-
-
 def test_other_code_or_a_forced_build_rebuilds_everything(
     settings: Settings, manifest: dict, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -126,28 +87,6 @@ def test_other_code_or_a_forced_build_rebuilds_everything(
     monkeypatch.undo()
     forget_dbt_build(settings)
     assert plan_dbt_build(settings, manifest).full_refresh
-
-
-def test_the_dbt_resource_starts_no_second_dbt_and_no_adapter(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """dagster-dbt asked ``dbt --version`` (a dbt process, ~2 s) and opened an adapter (~1 s)
-    before every build; the project's resource takes the installed version and opens none.
-    The two hooks it overrides are dagster-dbt's own: this fails if an upgrade renames them."""
-    assert isinstance(DbtCliResource.__dict__.get("_cli_version"), cached_property)
-    assert callable(DbtCliResource.__dict__.get("_initialize_dbt_core_adapter"))
-
-    def no_process(*args: object, **kwargs: object) -> bytes:
-        raise AssertionError(f"a process was started: {args}")
-
-    monkeypatch.setattr("dagster_dbt.core.resource.check_output", no_process)
-    monkeypatch.setattr(subprocess, "check_output", no_process)
-    resource = dbt_assets_module.FindataDbtCliResource(
-        project_dir=dbt_assets_module.dbt_project,
-        dbt_executable=dbt_assets_module.dbt_resource.dbt_executable,
-    )
-    assert str(resource._cli_version) == version("dbt-core")
-    assert resource._initialize_dbt_core_adapter(["build"]) is None
 
 
 def test_a_selection_runs_what_it_selects_and_records_nothing(

@@ -157,39 +157,3 @@ def test_loading_the_definitions_leaves_great_expectations_to_the_checks(tmp_pat
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
     )
     assert out.stdout.strip().splitlines()[-1] == "False"
-
-
-def test_loading_the_definitions_leaves_dbt_core_to_dbts_process(tmp_path: Path) -> None:
-    """dagster-dbt runs without dbt-core in the Dagster process (``dagster_dbt_lean``): dbt's
-    modules (~1 s to import) are imported by the process that runs dbt alone."""
-    env = {**os.environ, "FINDATA_HOME": str(tmp_path), "DAGSTER_HOME": str(tmp_path)}
-    code = (
-        "import sys, findata.orchestration.definitions\n"
-        "from dagster_dbt.compat import DBT_PYTHON_VERSION\n"
-        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'dbt'), DBT_PYTHON_VERSION)"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
-    )
-    assert out.stdout.strip().splitlines()[-1] == "[] None"
-
-
-def test_hiding_dbt_core_leaves_other_threads_importing_it() -> None:
-    """The import guard is the importing thread's alone: a thread importing dbt meanwhile (the
-    checks' library importing beside Dagster, say) is not refused."""
-    code = (
-        "import threading, importlib\n"
-        "from findata.orchestration import dagster_dbt_lean as lean\n"
-        "seen = []\n"
-        "with lean._dbt_core_hidden():\n"
-        "    imp = lambda: seen.append(importlib.import_module('dbt.version'))\n"
-        "    t = threading.Thread(target=imp)\n"
-        "    t.start(); t.join()\n"
-        "    try:\n"
-        "        importlib.import_module('dbt.node_types'); seen.append('imported here')\n"
-        "    except ModuleNotFoundError:\n"
-        "        seen.append('refused here')\n"
-        "print(seen[0].__name__, seen[1])"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "dbt.version refused here"

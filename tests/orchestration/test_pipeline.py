@@ -6,17 +6,15 @@ refreshes are what costs time, so each runs once and every test reads its outcom
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
+import json
 import shutil
 import subprocess
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import duckdb
-import psutil
 import pytest
 import sqlalchemy as sa
 from conftest import PublishedDemo
@@ -24,9 +22,9 @@ from conftest import PublishedDemo
 from findata.contracts.datasets import dataset_names
 from findata.control_plane import schema
 from findata.control_plane.database import engine_for
-from findata.orchestration import warm_dbt
 from findata.orchestration.assets import dbt as dbt_assets_module
 from findata.orchestration.build_inputs import last_built
+from findata.orchestration.dbt_manifest import build_target
 from findata.orchestration.refresh import RefreshOutcome, run_refresh
 from findata.published.diff import published_differences
 from findata.published.versions import (
@@ -154,8 +152,6 @@ def _check_severities(run_id: str | None) -> dict[tuple[str, str], tuple[bool, s
 
 
 UNCHANGED_MARTS_FAILED = "the marts left as built failed to load (test)"
-#: how long a dbt step waits for its dbt command to end before it reads any of its output
-DBT_END_WAIT_SECONDS = 180
 
 
 def _failing_after_one(unchanged_marts: Any) -> Any:
@@ -169,37 +165,24 @@ def _failing_after_one(unchanged_marts: Any) -> Any:
     return failing
 
 
-def _returning_once_dbt_ended(start_check_workers: Any, ended: list[bool]) -> Any:
-    """The dbt step's ``start_check_workers`` (its last call before it streams dbt's output)
-    that first waits (at most ``DBT_END_WAIT_SECONDS``) for the dbt command the step started
-    to end, reading none of its output meanwhile; appends to ``ended`` whether it did."""
-
-    def waiting() -> Any:
-        deadline = time.monotonic() + DBT_END_WAIT_SECONDS
-        while _dbt_commands_running() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        ended.append(not _dbt_commands_running())
-        return start_check_workers()
-
-    return waiting
+def _warehouse_free(settings: Settings) -> bool:
+    """Nothing holds the build warehouse (a dbt build still running in the dbt worker would):
+    this process can open it for writing."""
+    try:
+        duckdb.connect(str(settings.warehouse_path)).close()
+    except duckdb.IOException:
+        return False
+    return True
 
 
-def _dbt_commands_running() -> list[str]:
-    """The dbt commands still running under this process: ``findata-dbt`` clients, and the
-    children of this process's warm dbt server that run their commands (an ended process its
-    parent has not waited for yet is not running)."""
-    running = []
-    for process in psutil.Process().children(recursive=True):
-        with contextlib.suppress(psutil.ZombieProcess, psutil.NoSuchProcess):
-            if any("findata-dbt" in part for part in process.cmdline()):
-                running.append(" ".join(process.cmdline()[:3]))
-    server = warm_dbt._server
-    if server is not None and server.poll() is None:
-        for child in psutil.Process(server.pid).children():
-            with contextlib.suppress(psutil.NoSuchProcess):
-                if child.status() != psutil.STATUS_ZOMBIE:
-                    running.append(f"server child {child.pid}")
-    return running
+def _dbt_tests_run(settings: Settings) -> dict[str, str]:
+    """The dbt tests the last dbt build ran, with their statuses (its ``run_results.json``)."""
+    run_results = json.loads((build_target(settings) / "run_results.json").read_text())
+    return {
+        r["unique_id"].split(".")[2]: r["status"]
+        for r in run_results["results"]
+        if r["unique_id"].startswith("test.")
+    }
 
 
 @pytest.fixture(scope="module")
@@ -242,17 +225,8 @@ def steps(two_week_old_demo: PublishedDemo, tmp_path_factory: pytest.TempPathFac
         ]
         add_price_day(landing, day, gainers)
         result.facts.update(day=day, day_before=as_of, gainers=gainers)
-        # its dbt step reads none of dbt's output until dbt has ended (as when the step is slow
-        # before it streams dbt): dbt must not wait for the step
-        dbt_ended: list[bool] = []
-        with pytest.MonkeyPatch.context() as slow_step:
-            slow_step.setattr(
-                dbt_assets_module,
-                "start_check_workers",
-                _returning_once_dbt_ended(dbt_assets_module.start_check_workers, dbt_ended),
-            )
-            step("one_day")
-        result.facts["dbt_ended_unread"] = dbt_ended
+        step("one_day")
+        result.facts["dbt_tests_of_one_day"] = _dbt_tests_run(settings)
 
         row = master[master["ticker"] == scenarios["plain"]["ticker"]].iloc[0]
         period_end, accession = restate_latest_annual_revenue(landing, row["cik"].zfill(10), as_of)
@@ -308,8 +282,8 @@ def steps(two_week_old_demo: PublishedDemo, tmp_path_factory: pytest.TempPathFac
             restated_entity=restated_entity,
             restated_days=restate_bar_and_remove_the_next(landing, restated_entity),
         )
-        # first a run whose dbt step fails after dbt started, before it reads dbt's output (as
-        # it yields the marts left as built): dbt is stopped with it, nothing is published
+        # first a run whose dbt step fails as it yields the marts left as built, before dbt
+        # runs: nothing is published, nothing holds the warehouse
         with pytest.MonkeyPatch.context() as failing:
             failing.setattr(
                 dbt_assets_module,
@@ -317,7 +291,7 @@ def steps(two_week_old_demo: PublishedDemo, tmp_path_factory: pytest.TempPathFac
                 _failing_after_one(dbt_assets_module._unchanged_marts),
             )
             step("failed_before_dbt_output")
-        result.facts["dbt_left_running"] = _dbt_commands_running()
+        result.facts["warehouse_free_after_failure"] = _warehouse_free(settings)
         result.facts["failed_step_errors"] = step_errors(
             str(result.outcomes["failed_before_dbt_output"].run_id)
         )
@@ -486,31 +460,19 @@ def test_the_checks_of_marts_that_did_not_change_are_not_run_again(steps: Steps)
     assert steps.outcomes["future_date"].unchanged_marts == []
 
 
-def test_every_dbt_test_of_a_mart_has_one_result_in_a_partial_build(steps: Steps) -> None:
-    """A one-day build leaves most marts as built: the tests that read only such models are
-    not run again, and report the result of the build that last ran them; a test of a rebuilt
-    model that also reads one left as built (a relationship to it) runs. Publish waits for
-    every one, so none may be missing."""
-    first = {(a, c) for a, c, _, _ in steps.facts["checks_of_forced"] if a.startswith("marts/")}
-    one_day = [e for e in steps.facts["checks_of_one_day"] if e[0].startswith("marts/")]
-    assert sorted((a, c) for a, c, _, _ in one_day) == sorted(first)  # each once, none missing
-    carried = {(a, c) for a, c, passed, keys in one_day if "carried_from_build" in keys}
-    assert all(passed for _, _, passed, _ in one_day)
-    # the marts the day's bars do not reach (SEC filings, managers): their own tests carried
-    assert ("marts/managers", "unique_managers_cik") in carried
-    assert ("marts/insider_transactions", "not_null_insider_transactions_filing_date") in carried
+def test_a_partial_build_runs_the_dbt_tests_of_what_it_rebuilt(steps: Steps) -> None:
+    """dbt's tests run in ``dbt build``, not as Dagster checks: a one-day build runs the tests
+    of the models it rebuilt, with a relationship of a rebuilt model to a mart left as built
+    (cautious selection), and not the tests of marts the day's bars do not reach."""
+    ran = steps.facts["dbt_tests_of_one_day"]
+    assert ran and set(ran.values()) == {"pass"}
+    assert any(name.startswith("not_null_prices_") for name in ran)
     # entities is rebuilt (its listing dates read prices): a relationship to it ran
     assert "entities" not in steps.outcomes["one_day"].unchanged_marts
-    relationship = (
-        "marts/insider_transactions",
-        "relationships_insider_transactions_entity_id__entity_id__ref_entities_",
-    )
-    assert relationship in first and relationship not in carried
-    assert not any(c.endswith("_ref_entities_") for _, c in carried)
-    assert all(c != "data_contract" for _, c in carried)  # those carry their own way
-    assert steps.facts["checks_of_forced"] and not any(
-        "carried_from_build" in keys for *_, keys in steps.facts["checks_of_forced"]
-    )
+    assert "relationships_insider_transactions_entity_id__entity_id__ref_entities_" in ran
+    assert "unique_managers_cik" not in ran
+    # the run's only asset checks are the data contracts
+    assert {c for _, c, _, _ in steps.facts["checks_of_one_day"]} == {"data_contract"}
 
 
 def test_a_mart_that_changed_is_checked_on_the_rows_it_changed(steps: Steps) -> None:
@@ -750,28 +712,20 @@ def test_a_refresh_killed_in_the_incremental_dbt_step_leaves_the_version_and_rer
     ] == [steps.facts["restated_entity"]]
 
 
-def test_a_dbt_step_failing_before_it_reads_dbt_stops_dbt_and_publishes_nothing(
-    steps: Steps,
-) -> None:
-    """dbt starts before the step yields the marts left as built: a failure there interrupts
-    dbt (no dbt command is left running) and publishes nothing; the refreshes after it build
-    the change (the killed one's test above)."""
+def test_a_dbt_step_failing_before_dbt_runs_publishes_nothing(steps: Steps) -> None:
+    """A failure as the step yields the marts left as built publishes nothing and leaves the
+    warehouse free (dbt runs in the step's process and closes the file after each command);
+    the refreshes after it build the change (the killed one's test above)."""
     outcome = steps.outcomes["failed_before_dbt_output"]
     assert not outcome.success and outcome.version is None
     assert UNCHANGED_MARTS_FAILED in steps.facts["failed_step_errors"]["dbt_models"]
-    assert steps.facts["dbt_left_running"] == []
+    assert steps.facts["warehouse_free_after_failure"]
     before, failed = steps.snapshots["split_added"], steps.snapshots["failed_before_dbt_output"]
     assert (failed.versions, failed.records, failed.events) == (
         before.versions,
         before.records,
         before.events,
     )
-
-
-def test_dbt_runs_to_its_end_while_its_step_reads_none_of_its_output(steps: Steps) -> None:
-    # the one-day build writes more than a pipe's default 64 KiB: dbt would stop at a full pipe
-    assert steps.facts["dbt_ended_unread"] == [True]
-    assert steps.outcomes["one_day"].success
 
 
 def test_a_crash_before_the_commit_then_a_rerun_publishes_exactly_once(steps: Steps) -> None:

@@ -91,14 +91,11 @@ def test_the_instance_config_names_no_secret_and_reaches_postgres_through_psycop
     assert url.drivername == "postgresql+psycopg2" and url.password == "s3cret"
     assert (url.host, url.port, url.database) == ("db.internal", 6543, "findata")
     assert url.query == {"sslmode": "require", "options": f"-csearch_path={DAGSTER_SCHEMA}"}
-    # SQLite default: Dagster's SQLite files in the Dagster home, the event log kept open
-    assert instance_config(Settings(home=Path("/srv/findata")))["storage"] == {
-        "custom": {
-            "module": "findata.orchestration.dagster_sqlite_storage",
-            "class": "KeptOpenSqliteStorage",
-            "config": {"base_dir": "/srv/findata/dagster"},
-        }
-    }
+    # SQLite default: Dagster's own storage (SQLite files in the Dagster home); the rest of
+    # the file is the repository's template
+    sqlite = instance_config(Settings(home=Path("/srv/findata")))
+    assert "storage" not in sqlite
+    assert sqlite == yaml.safe_load((Path(__file__).parents[2] / "dagster.yaml").read_text())
 
 
 def test_a_refresh_on_postgresql_records_its_run_in_dagster_s_postgres_tables(

@@ -115,7 +115,6 @@ def overlap(two_week_old_demo: PublishedDemo, tmp_path_factory: pytest.TempPathF
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("FINDATA_HOME", str(home))
         patch.setenv("DAGSTER_HOME", str(home / "dagster"))
-        patch.delenv("FINDATA_WARM_REFRESH_IDLE_SECONDS", raising=False)
         settings = get_settings()
         lock = refresh_lock_path(settings)
         day = next_session(dt.date.fromisoformat(two_week_old_demo.scenarios["as_of"]))

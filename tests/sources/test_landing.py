@@ -21,7 +21,6 @@ def _load(
     cache: Path,
     database: Path,
     batch_rows: int = BATCH_ROWS,
-    workers: int = 1,
 ) -> dict[str, int]:
     return load_source(
         landing,
@@ -30,7 +29,6 @@ def _load(
         database,
         "fingerprint",
         memory_limit="1GB",
-        workers=workers,
         batch_rows=batch_rows,
     )
 
@@ -61,11 +59,9 @@ def _tables_differ(con: duckdb.DuckDBPyConnection, a: str, b: str, table: str) -
 
 
 def test_cached_loads_equal_direct_reads(small_demo: Demo, tmp_path: Path) -> None:
-    """Each source loaded through the cache, cold then warm, cold in small batches, and cold
-    with its files parsed by two worker processes (every SEC source of the small demo has more
-    than ``POOL_FROM_UNITS`` files), gives the raw tables its frames give: the same columns,
-    types, rows and order."""
-    kinds = ("direct", "cold", "warm", "batched", "parallel")
+    """Each source loaded through the cache, cold then warm, and cold in small batches, gives
+    the raw tables its frames give: the same columns, types, rows and order."""
+    kinds = ("direct", "cold", "warm", "batched")
     databases = {n: tmp_path / f"{n}.duckdb" for n in kinds}
     for name in LANDING_SOURCES:
         write_raw_tables(databases["direct"], read_source(small_demo.landing, name))
@@ -73,8 +69,6 @@ def test_cached_loads_equal_direct_reads(small_demo: Demo, tmp_path: Path) -> No
         _load(small_demo.landing, name, tmp_path / "cache" / name, databases["warm"])
         batches = tmp_path / "batched-cache" / name
         _load(small_demo.landing, name, batches, databases["batched"], batch_rows=5000)
-        parallel = tmp_path / "parallel-cache" / name
-        _load(small_demo.landing, name, parallel, databases["parallel"], workers=2)
     with duckdb.connect() as con:
         for alias, path in databases.items():
             con.execute(f"ATTACH '{path}' AS {alias} (READ_ONLY)")
