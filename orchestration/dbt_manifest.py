@@ -48,10 +48,10 @@ def dbt_variables(settings: Settings) -> dict[str, str]:
 
 
 def build_target(settings: Settings) -> Path:
-    """One target folder for every build: the dbt worker's parse as a refresh starts reads the
-    previous ``partial_parse.msgpack`` there and parses only what changed (~2 s otherwise); the
-    first starts from the one the manifest's parse left. Refreshes do not overlap (they write
-    the one build warehouse), so neither do their targets."""
+    """One target folder for every build: each build's parse reads the previous
+    ``partial_parse.msgpack`` there and parses only what changed (~2 s otherwise); the first
+    starts from the one the manifest's parse left. Refreshes do not overlap (they write the one
+    build warehouse), so neither do their targets."""
     target = settings.dbt_target_dir / "build"
     parsed = manifest_dir(settings) / PARTIAL_PARSE
     if not (target / PARTIAL_PARSE).exists() and parsed.exists():

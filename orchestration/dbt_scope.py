@@ -51,7 +51,6 @@ class DbtScope:
     #: a selection of models (the UI's "materialize selected"): each selected one runs, and
     #: the build is not recorded (models outside it may still read older rows)
     selection: bool = False
-    #: each dbt test's status in the last build that ran it (unique id -> "pass", "warn"…)
 
     @property
     def runs_nothing(self) -> bool:

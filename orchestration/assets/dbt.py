@@ -39,8 +39,9 @@ class FindataTranslator(DagsterDbtTranslator):
 
 
 # dbt's tests as asset checks would cost ~300 Dagster events a refresh (planned, evaluated,
-# carried for the marts left as built), each a commit to the event log: ~3 s of a one-day
-# refresh on the SQLite default. dbt build runs them all the same and stops on a failing one
+# carried for the marts left as built), each a commit to the event log: ~1-2 s of a small
+# one-day refresh on the SQLite default (docs/benchmarks.md). dbt build runs them all the
+# same and stops on a failing one
 TRANSLATOR = FindataTranslator(settings=DagsterDbtTranslatorSettings(enable_asset_checks=False))
 
 dbt_environment(get_settings())
@@ -52,9 +53,8 @@ dbt_project = DbtProject(
 
 
 def prepare_manifest(project: DbtProject) -> None:
-    """Parse the project (``dbt parse``) unless the manifest was made from
-    these very files: outside ``dagster dev`` nothing else does, and a stale manifest would miss
-    new models."""
+    """Parse the project (``dbt parse``) unless the manifest was made from these very files:
+    outside ``dagster dev`` nothing else does, and a stale manifest would miss new models."""
     target = project.target_path
     digest = project_digest()
     if manifest_is_current(target, digest):
