@@ -2,10 +2,12 @@
 
 The hot request of a data API is one security's dated rows over a window. Asking DuckDB for
 them costs ~2 ms, most of it turning values into Python objects that orjson then turns into
-text again. The store asks DuckDB once per (version, dataset, entity) for every row of the
-entity in the contract's order, keeps each row as an ``orjson.Fragment`` (its JSON text, which
-orjson copies into an answer as is) with the rows' dates beside them, and answers a window with
-two binary searches and a slice.
+text again. The store asks DuckDB once per (version, dataset, entity, row shape) for every row
+of the entity in the contract's order, keeps each row as an ``orjson.Fragment`` (its JSON text,
+which orjson copies into an answer as is) with the rows' dates beside them, and answers a window
+with two binary searches and a slice. The row shape is whatever makes two requests' rows differ
+apart from their window (for prices: the fields asked for, and the split adjustment), so a
+client that names its fields is served from memory too, from an entry of its own.
 
 A published version never changes, so an entry is never stale: it is dropped when its version
 is closed or when the store passes its byte budget (least recently used first). Each worker
@@ -18,7 +20,7 @@ import bisect
 import datetime as dt
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,7 +31,8 @@ from findata.api.responses import json_bytes
 #: what a kept row costs beyond its JSON text: the Fragment, the bytes object, list slots, date
 ROW_OVERHEAD_BYTES = 120
 
-EntityKey = tuple[str, str, int]  # version label, dataset, entity id
+#: version label, dataset, entity id, the rows' shape (what they hold, apart from the window)
+EntityKey = tuple[str, str, int, Hashable]
 
 
 @dataclass(frozen=True)

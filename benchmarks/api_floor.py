@@ -7,8 +7,10 @@ Reproduces the table of issue 17 in one command. Uses the home's published versi
 ``findata demo --no-serve`` first when there is none) and starts, each pinned to core 0
 (``taskset -c 0``), one uvicorn worker each:
 
-- the floor, ``benchmarks/floor_server.py``: ``/v1/prices?entity_id=&start=&end=&limit=`` on the
-  published ``prices`` table, no key, no quota, no cache;
+- the floor, ``benchmarks/floor_server.py``: ``/v1/prices?entity_id=&start=&end=&limit=&fields=``
+  on the published ``prices`` rows copied into a native DuckDB table sorted by (entity_id, date)
+  (the layout a bare server would choose, not the version's Parquet parts), no key, no quota, no
+  cache;
 - ``findata serve --workers 1`` (SQLite control plane, the embedded default; or the
   ``--database-url`` and ``--cache-url`` given), asked with a Redistribution key
   (``findata keys create``) in ``X-API-Key``.
@@ -24,6 +26,7 @@ time, so that findata's response cache never answers (the script counts answers 
   s and e in 0..29 (up to about 251 rows; fewer for securities listed or delisted meanwhile);
 - full history: no ``start``, ``end`` from 6 days before as_of to years after it (every row of
   the security: up to 1,272 on the small demo);
+- ``--fields a,b``: every URL of both workloads names those fields (``fields=``);
 - with ``--cached`` (the default): findata asked the same URL over and over (cache hits), each
   workload's, against the floor's uncached figure.
 
@@ -75,6 +78,7 @@ local starts = {%(starts)s}
 local year_ends = {%(year_ends)s}
 local full_ends = {%(full_ends)s}
 local year_shifts, full_shifts, limit = %(year_shifts)d, %(full_shifts)d, %(limit)d
+local suffix = "%(suffix)s"
 local space = #ids * #starts * #year_ends
 if #ids * #full_ends < space then space = #ids * #full_ends end
 local threads = {}
@@ -100,11 +104,12 @@ function path_of(n)
     local e, s = k %% year_shifts, math.floor(k / year_shifts) %% year_shifts
     if mode == "year-cached" then e, s = 0, 0; id = ids[1] end
     return "/v1/prices?entity_id=" .. id .. "&start=" .. starts[s + 1] ..
-      "&end=" .. year_ends[e + 1] .. "&limit=" .. limit
+      "&end=" .. year_ends[e + 1] .. "&limit=" .. limit .. suffix
   end
   local e = k %% full_shifts
   if mode == "full-cached" then e = %(full_cached_shift)d; id = ids[1] end
-  return "/v1/prices?entity_id=" .. id .. "&end=" .. full_ends[e + 1] .. "&limit=" .. limit
+  return "/v1/prices?entity_id=" .. id .. "&end=" .. full_ends[e + 1] .. "&limit=" .. limit ..
+    suffix
 end
 
 function request()
@@ -157,9 +162,11 @@ class Urls:
     starts: list[str]
     year_ends: list[str]
     full_ends: list[str]
+    #: what every URL ends with: ``&fields=…`` when a field list is asked for, else nothing
+    suffix: str = ""
 
     @classmethod
-    def of(cls, ids: list[int], as_of: dt.date) -> Urls:
+    def of(cls, ids: list[int], as_of: dt.date, fields: str | None = None) -> Urls:
         """The windows around ``as_of``, the last day of the published prices."""
         try:
             year_ago = as_of.replace(year=as_of.year - 1)
@@ -173,6 +180,7 @@ class Urls:
             full_ends=[
                 (as_of + (FULL_FIRST_SHIFT + e) * day).isoformat() for e in range(FULL_SHIFTS)
             ],
+            suffix=f"&fields={fields}" if fields else "",
         )
 
     @property
@@ -190,12 +198,12 @@ class Urls:
                 e, s, entity = 0, 0, self.ids[0]
             return (
                 f"/v1/prices?entity_id={entity}&start={self.starts[s]}"
-                f"&end={self.year_ends[e]}&limit={LIMIT}"
+                f"&end={self.year_ends[e]}&limit={LIMIT}{self.suffix}"
             )
         e = k % FULL_SHIFTS
         if mode == "full-cached":
             e, entity = -FULL_FIRST_SHIFT, self.ids[0]
-        return f"/v1/prices?entity_id={entity}&end={self.full_ends[e]}&limit={LIMIT}"
+        return f"/v1/prices?entity_id={entity}&end={self.full_ends[e]}&limit={LIMIT}{self.suffix}"
 
     def lua(self) -> str:
         """The wrk script."""
@@ -212,6 +220,7 @@ class Urls:
             "full_shifts": FULL_SHIFTS,
             "full_cached_shift": -FULL_FIRST_SHIFT,
             "limit": LIMIT,
+            "suffix": self.suffix,
             "mark": RESULT_MARK,
         }
 
@@ -504,6 +513,11 @@ def parse_arguments() -> argparse.Namespace:
     parser.add_argument(
         "--cache-url", help="redis://…: findata's response cache and quota counters in Redis"
     )
+    parser.add_argument(
+        "--fields",
+        help="a field list every request asks for (e.g. open,high,low,close,adj_close,volume); "
+        "default: none (every field)",
+    )
     parser.add_argument("--server-core", type=int, default=0)
     parser.add_argument("--wrk-core", type=int, default=1)
     args = parser.parse_args()
@@ -583,7 +597,7 @@ def main() -> None:
         (database,) = (home / "published").glob(f"{label}*.duckdb")
         with open_version(database) as connection:  # every security
             listed = connection.sql("SELECT DISTINCT entity_id FROM prices ORDER BY 1")
-            urls = Urls.of([row[0] for row in listed.fetchall()], as_of)
+            urls = Urls.of([row[0] for row in listed.fetchall()], as_of, args.fields)
         script.write_text(textwrap.dedent(urls.lua()))
 
         port = free_port()
@@ -618,6 +632,7 @@ def main() -> None:
     setup += ", Redis cache and quota counters" if args.cache_url else ", counters in memory"
     if args.database_url and not args.cache_url:
         setup = "PostgreSQL control plane, counters in the database"
+    print(f"fields: {args.fields or 'every field (none named)'}")
     print(table(results, rows_per_answer(database, urls), args.cached, setup))
     report_problems(results)
     print(

@@ -2,9 +2,11 @@
 
     .venv/bin/python benchmarks/floor_server.py --db HOME/published/VERSION.duckdb --port 8100
 
-Serves ``GET /v1/prices?entity_id=&start=&end=&limit=`` from a published version's ``prices``
-table (read-only): the same rows, fields and order as findata's ``/v1/prices`` with its default
-fields (identity, then every selectable field, in the contract's order), in a ``{"data": [...],
+Serves ``GET /v1/prices?entity_id=&start=&end=&limit=&fields=`` from a published version's
+``prices`` rows, copied at start into a native DuckDB table (in memory) sorted by (entity_id,
+date): the layout a bare server would choose, not the version's Parquet parts. The same rows,
+fields and order as findata's ``/v1/prices`` (identity fields, then the selectable ones asked for
+with ``fields``, every one by default, in the contract's order), in a ``{"data": [...],
 "meta": {...}}`` envelope. One uvicorn worker, a DuckDB cursor per thread (here: the event
 loop's). ``api_floor.py`` starts it beside ``findata serve`` and checks that its ``data`` equals
 findata's before it measures anything.
@@ -30,8 +32,7 @@ from findata.published.versions import open_version
 
 #: the contract's identity fields, then the selectable ones, in its order (findata's default)
 _CONTRACT = load_endpoint_contract("prices")
-NAMES = tuple(_CONTRACT.fields.by_default)
-FIELDS = ", ".join(f'"{name}"' for name in NAMES)
+IDENTITY, SELECTABLE = tuple(_CONTRACT.fields.identity), tuple(_CONTRACT.fields.selectable)
 DEFAULT_LIMIT, MAX_LIMIT = 1000, 5000
 
 _local = threading.local()
@@ -60,6 +61,7 @@ async def prices(request: Request) -> Response:
         start = dt.date.fromisoformat(query["start"]) if query.get("start") else None
         end = dt.date.fromisoformat(query["end"]) if query.get("end") else None
         limit = min(int(query.get("limit") or DEFAULT_LIMIT), MAX_LIMIT)
+        names = _fields(query.get("fields"))
     except (KeyError, ValueError) as error:
         return _error(400, f"bad parameter: {error}")
     where, values = ["entity_id = $entity_id"], {"entity_id": entity_id, "limit": limit + 1}
@@ -69,12 +71,13 @@ async def prices(request: Request) -> Response:
     if end is not None:
         where.append("date <= $end")
         values["end"] = end
+    selected = ", ".join(f'"{name}"' for name in names)
     sql = (
-        f"SELECT {FIELDS} FROM prices WHERE {' AND '.join(where)} "
+        f"SELECT {selected} FROM prices WHERE {' AND '.join(where)} "
         "ORDER BY entity_id, date LIMIT $limit"
     )
     fetched = _cursor(request).execute(sql, values).fetchall()
-    rows = [dict(zip(NAMES, row, strict=True)) for row in fetched]
+    rows = [dict(zip(names, row, strict=True)) for row in fetched]
     more = len(rows) > limit
     data = rows[:limit]
     meta = {
@@ -85,6 +88,28 @@ async def prices(request: Request) -> Response:
         "next_cursor": None,
     }
     return Response(orjson.dumps({"data": data, "meta": meta}), media_type="application/json")
+
+
+def _fields(asked: str | None) -> tuple[str, ...]:
+    """Identity fields, then the selectable ones named in ``asked`` (all when None)."""
+    if not asked:
+        return IDENTITY + SELECTABLE
+    chosen = tuple(name for name in SELECTABLE if name in asked.split(","))
+    if not chosen:
+        raise ValueError(f"no valid field in {asked!r}")
+    return IDENTITY + chosen
+
+
+def native_copy(version: Path) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB holding the version's ``prices`` as a native table, sorted by
+    (entity_id, date) (DuckDB's zone maps then skip every other security's row groups)."""
+    with open_version(version) as published:
+        rows = published.sql("SELECT * FROM prices ORDER BY entity_id, date").to_arrow_table()
+    database = duckdb.connect()
+    database.register("published_prices", rows)
+    database.execute("CREATE TABLE prices AS SELECT * FROM published_prices")
+    database.unregister("published_prices")
+    return database
 
 
 app = Starlette(routes=[Route("/v1/prices", prices)])
@@ -98,7 +123,7 @@ def main() -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8100)
     args = parser.parse_args()
-    app.state.database = open_version(Path(args.db))
+    app.state.database = native_copy(Path(args.db))
     uvicorn.run(
         app,
         host=args.host,

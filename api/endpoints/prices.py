@@ -1,15 +1,17 @@
 """``/v1/prices``: daily bars, optionally restated in today's shares (``adjust=split``) and
 aggregated into buckets (``interval``). The SQL is built once per shape of request (fields,
 number of securities, adjustment, interval, which bounds): sqlglot's building and copying cost
-more than DuckDB's query on this endpoint's typical request. The common request (every field,
-as traded, daily) is answered from each security's rows kept serialised in memory
-(``api/row_store.py``), loaded with that same SQL once per version."""
+more than DuckDB's query on this endpoint's typical request. Daily rows (any fields, as traded
+or restated) are answered from each security's rows kept serialised in memory
+(``api/row_store.py``), loaded with that same SQL once per version and row shape: a row's values
+do not depend on the window asked for. Aggregated rows (``interval``) do (a bucket at the
+window's edge holds only the days inside it): they are asked of DuckDB every time."""
 
 from __future__ import annotations
 
 import datetime as dt
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import orjson
@@ -83,7 +85,7 @@ def handle(call: EndpointCall) -> EndpointAnswer:
         has_end=end is not None,
     )
     if _answered_from_memory(call, shape):
-        return _page_from_memory(call, entity_ids, start, end)
+        return _page_from_memory(call, shape, entity_ids, start, end)
     values: dict[str, Any] = {f"entity_{n}": e for n, e in enumerate(entity_ids)}
     if start is not None:
         values["start"] = start
@@ -93,30 +95,34 @@ def handle(call: EndpointCall) -> EndpointAnswer:
 
 
 def _answered_from_memory(call: EndpointCall, shape: Shape) -> bool:
-    """The common request (every field, as traded, daily rows) is answered from the row
-    store's copy of each security's rows, when the store is on."""
+    """Daily rows in the contract's order are answered from the row store's copy of each
+    security's rows of the request's row shape, when the store is on."""
     return (
         call.row_store.enabled
-        and list(shape.fields) == call.contract.fields.by_default
-        and not shape.split_adjusted
         and shape.interval is None
         and [term.column for term in call.contract.order] == ["entity_id", "date"]
     )
 
 
 def _page_from_memory(
-    call: EndpointCall, entity_ids: list[int], start: dt.date | None, end: dt.date | None
+    call: EndpointCall,
+    shape: Shape,
+    entity_ids: list[int],
+    start: dt.date | None,
+    end: dt.date | None,
 ) -> EndpointAnswer:
     """The page of the window's rows, security after security (the contract's order), from
     the row store: the same rows, values and order as the SQL path."""
     assert call.page is not None
+    history = replace(shape, securities=1, has_start=False, has_end=False)
+    row_shape = (shape.fields, shape.split_adjusted)
     rows: list[orjson.Fragment] = []
     served: list[int] = []
     first, last = call.page.offset, call.page.offset + call.page.limit  # this page's positions
     for entity_id in entity_ids:
         held = call.row_store.entity_rows(
-            (call.version.label, "prices", entity_id),
-            functools.partial(_security_history, call, entity_id),
+            (call.version.label, "prices", entity_id, row_shape),
+            functools.partial(_security_history, call, history, entity_id),
         )
         window = held.between(start, end)
         if window and len(rows) < last and len(rows) + len(window) > first:
@@ -130,10 +136,10 @@ def _page_from_memory(
     return answer
 
 
-def _security_history(call: EndpointCall, entity_id: int) -> list[dict[str, Any]]:
-    """Every row of one security, every field, in date order (what the row store keeps)."""
-    shape = Shape(tuple(call.contract.fields.by_default), 1, False, None, False, False)
-    sql = _unpaged_sql(shape, tuple(call.contract.order))
+def _security_history(call: EndpointCall, history: Shape, entity_id: int) -> list[dict[str, Any]]:
+    """Every row of one security in date order, of the ``history`` shape (one security, no
+    window): what the row store keeps."""
+    sql = _unpaged_sql(history, tuple(call.contract.order))
     return fetch_dicts_of_sql(call.data, sql, {"entity_0": entity_id})
 
 
@@ -143,7 +149,7 @@ def _sql(shape: Shape, order: tuple[OrderTerm, ...]) -> str:
     return paged(_ordered_query(shape, order))
 
 
-@functools.lru_cache(maxsize=16)
+@functools.lru_cache(maxsize=256)
 def _unpaged_sql(shape: Shape, order: tuple[OrderTerm, ...]) -> str:
     """The SQL of every row of a request of ``shape``, built once."""
     return _ordered_query(shape, order).sql(dialect="duckdb")

@@ -44,7 +44,8 @@ def api_tiny_store(published_home: Path) -> Iterator[RunningApi]:
 
 
 def _requests(scenarios: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    """Requests the store answers (every field, as traded, daily), over the demo's cases."""
+    """Requests the store answers (daily rows: any fields, as traded or restated in today's
+    shares), over the demo's cases."""
     plain, delisted = scenarios["plain"], scenarios["delisted"]
     classes = scenarios["share_classes"]["class_tickers"]
     renamed, split = scenarios["renamed"], scenarios["split"]
@@ -64,6 +65,15 @@ def _requests(scenarios: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
         (f"/v1/prices/{split['ticker']}", {"start": split["date"], "limit": 3}),
         ("/v1/prices", {"entity_id": f"{plain['entity_id']},{delisted['entity_id']}", **window}),
         ("/v1/prices", {"entity_id": str(plain["entity_id"]), "limit": 1}),
+        (f"/v1/prices/{plain['ticker']}", {"fields": "close", **window}),
+        (f"/v1/prices/{plain['ticker']}", {"fields": "open,high,low,close,adj_close,volume"}),
+        (f"/v1/prices/{plain['ticker']}", {"fields": "volume,close,nonsense", "limit": 5000}),
+        (f"/v1/prices/{split['ticker']}", {"adjust": "split", "limit": 5000}),
+        (f"/v1/prices/{split['ticker']}", {"adjust": "split", "start": split["date"]}),
+        (
+            f"/v1/prices/{split['ticker']},{plain['ticker']}",
+            {"adjust": "split", "fields": "close,volume", **window, "limit": 40},
+        ),
     ]
 
 
@@ -111,16 +121,36 @@ def test_store_answers_exactly_as_the_sql_path(
     assert api_without_store.app.state.published.row_store.stats.loads == 0
 
 
-def test_other_shapes_are_answered_by_sql(
+def test_a_field_list_or_the_split_adjustment_has_entries_of_its_own(
+    api: RunningApi, scenarios: dict[str, Any]
+) -> None:
+    """Rows of another shape are another entry (loaded once, then hit); rows of the same
+    shape are the same entry whatever the window."""
+    key = api.new_key("pro").key
+    ticker = scenarios["split"]["ticker"]
+    store = api.app.state.published.row_store
+    # shapes no other test of the session's server asks for: each is loaded here first
+    for params in ({"fields": "low,dividend"}, {"adjust": "split", "fields": "high,market_cap"}):
+        loads = store.stats.loads
+        get(api, key, f"/v1/prices/{ticker}", **params)
+        assert store.stats.loads == loads + 1, params
+        hits = store.stats.hits
+        response = get(api, key, f"/v1/prices/{ticker}", **params, start="2000-01-01")
+        assert response.status_code == 200
+        assert (store.stats.loads, store.stats.hits) == (loads + 1, hits + 1), params
+
+
+def test_aggregated_rows_are_answered_by_sql(
     api_without_store: RunningApi, api: RunningApi, scenarios: dict[str, Any]
 ) -> None:
-    """A field list, split adjustment or an interval is not in the store's copy: those go to
-    DuckDB (and still equal the store-off server's answers)."""
+    """An interval's buckets depend on the window (the first and last hold only its days):
+    those go to DuckDB (and still equal the store-off server's answers)."""
     keys = [server.new_key("pro").key for server in (api, api_without_store)]
     ticker = scenarios["split"]["ticker"]
     loads_before = api.app.state.published.row_store.stats.loads
     hits_before = api.app.state.published.row_store.stats.hits
-    for params in ({"fields": "close"}, {"adjust": "split"}, {"interval": "1w"}):
+    window = {"start": before_as_of(scenarios, 200), "end": before_as_of(scenarios, 20)}
+    for params in ({"interval": "1w"}, {"interval": "1mo", **window}, {"interval": "3d"}):
         first, second = (
             _walk(server, key, f"/v1/prices/{ticker}", params)
             for server, key in zip((api, api_without_store), keys, strict=True)
@@ -160,17 +190,17 @@ def test_store_keeps_within_its_budget_least_recently_used_out() -> None:
         return lambda: _rows(entity, 50)
 
     for entity in (1, 2, 3):
-        store.entity_rows(("v1", "prices", entity), load(entity))
-    store.entity_rows(("v1", "prices", 1), load(1))  # a hit: 1 is now the most recent
-    store.entity_rows(("v1", "prices", 4), load(4))  # evicts 2, the least recently used
+        store.entity_rows(("v1", "prices", entity, "all"), load(entity))
+    store.entity_rows(("v1", "prices", 1, "all"), load(1))  # a hit: 1 is now the most recent
+    store.entity_rows(("v1", "prices", 4, "all"), load(4))  # evicts 2, the least recently used
     assert store.stats.bytes <= store.budget_bytes
     assert (store.stats.loads, store.stats.hits, store.stats.evictions) == (4, 1, 1)
-    store.entity_rows(("v1", "prices", 1), load(1))
-    store.entity_rows(("v1", "prices", 2), load(2))
+    store.entity_rows(("v1", "prices", 1, "all"), load(1))
+    store.entity_rows(("v1", "prices", 2, "all"), load(2))
     assert store.stats.loads == 5  # 1 was kept, 2 had to be loaded again
-    store.entity_rows(("v2", "prices", 1), load(1))
+    store.entity_rows(("v2", "prices", 1, "all"), load(1))
     store.drop_version("v1")
     assert store.stats.entries == 1 and store.stats.bytes == one
     big = RowStore(budget_bytes=one // 2)
-    assert len(big.entity_rows(("v1", "prices", 1), load(1)).rows) == 50
+    assert len(big.entity_rows(("v1", "prices", 1, "all"), load(1)).rows) == 50
     assert big.stats.entries == 0  # larger than the budget: served, not kept
