@@ -26,7 +26,8 @@ time, so that findata's response cache never answers (the script counts answers 
   s and e in 0..29 (up to about 251 rows; fewer for securities listed or delisted meanwhile);
 - full history: no ``start``, ``end`` from 6 days before as_of to years after it (every row of
   the security: up to 1,272 on the small demo);
-- ``--fields a,b``: every URL of both workloads names those fields (``fields=``);
+- ``--fields a,b``: every URL of both workloads names those fields (``fields=``); ``--adjust
+  split``: every URL asks for prices restated in today's shares (``adjust=split``);
 - with ``--cached`` (the default): findata asked the same URL over and over (cache hits), each
   workload's, against the floor's uncached figure.
 
@@ -162,11 +163,13 @@ class Urls:
     starts: list[str]
     year_ends: list[str]
     full_ends: list[str]
-    #: what every URL ends with: ``&fields=…`` when a field list is asked for, else nothing
+    #: what every URL ends with: ``&fields=…``, ``&adjust=…`` when asked for, else nothing
     suffix: str = ""
 
     @classmethod
-    def of(cls, ids: list[int], as_of: dt.date, fields: str | None = None) -> Urls:
+    def of(
+        cls, ids: list[int], as_of: dt.date, fields: str | None = None, adjust: str | None = None
+    ) -> Urls:
         """The windows around ``as_of``, the last day of the published prices."""
         try:
             year_ago = as_of.replace(year=as_of.year - 1)
@@ -180,7 +183,8 @@ class Urls:
             full_ends=[
                 (as_of + (FULL_FIRST_SHIFT + e) * day).isoformat() for e in range(FULL_SHIFTS)
             ],
-            suffix=f"&fields={fields}" if fields else "",
+            suffix=(f"&fields={fields}" if fields else "")
+            + (f"&adjust={adjust}" if adjust else ""),
         )
 
     @property
@@ -518,6 +522,9 @@ def parse_arguments() -> argparse.Namespace:
         help="a field list every request asks for (e.g. open,high,low,close,adj_close,volume); "
         "default: none (every field)",
     )
+    parser.add_argument(
+        "--adjust", choices=["split"], help="every request asks adjust=split (default: as traded)"
+    )
     parser.add_argument("--server-core", type=int, default=0)
     parser.add_argument("--wrk-core", type=int, default=1)
     args = parser.parse_args()
@@ -597,7 +604,7 @@ def main() -> None:
         (database,) = (home / "published").glob(f"{label}*.duckdb")
         with open_version(database) as connection:  # every security
             listed = connection.sql("SELECT DISTINCT entity_id FROM prices ORDER BY 1")
-            urls = Urls.of([row[0] for row in listed.fetchall()], as_of, args.fields)
+            urls = Urls.of([row[0] for row in listed.fetchall()], as_of, args.fields, args.adjust)
         script.write_text(textwrap.dedent(urls.lua()))
 
         port = free_port()
@@ -632,7 +639,10 @@ def main() -> None:
     setup += ", Redis cache and quota counters" if args.cache_url else ", counters in memory"
     if args.database_url and not args.cache_url:
         setup = "PostgreSQL control plane, counters in the database"
-    print(f"fields: {args.fields or 'every field (none named)'}")
+    print(
+        f"fields: {args.fields or 'every field (none named)'}; "
+        f"adjust: {args.adjust or 'none (as traded)'}"
+    )
     print(table(results, rows_per_answer(database, urls), args.cached, setup))
     report_problems(results)
     print(

@@ -2,11 +2,12 @@
 
     .venv/bin/python benchmarks/floor_server.py --db HOME/published/VERSION.duckdb --port 8100
 
-Serves ``GET /v1/prices?entity_id=&start=&end=&limit=&fields=`` from a published version's
+Serves ``GET /v1/prices?entity_id=&start=&end=&limit=&fields=&adjust=`` from a published version's
 ``prices`` rows, copied at start into a native DuckDB table (in memory) sorted by (entity_id,
 date): the layout a bare server would choose, not the version's Parquet parts. The same rows,
 fields and order as findata's ``/v1/prices`` (identity fields, then the selectable ones asked for
-with ``fields``, every one by default, in the contract's order), in a ``{"data": [...],
+with ``fields``, every one by default, in the contract's order; ``adjust=split`` restates them
+in today's shares), in a ``{"data": [...],
 "meta": {...}}`` envelope. One uvicorn worker, a DuckDB cursor per thread (here: the event
 loop's). ``api_floor.py`` starts it beside ``findata serve`` and checks that its ``data`` equals
 findata's before it measures anything.
@@ -33,6 +34,8 @@ from findata.published.versions import open_version
 #: the contract's identity fields, then the selectable ones, in its order (findata's default)
 _CONTRACT = load_endpoint_contract("prices")
 IDENTITY, SELECTABLE = tuple(_CONTRACT.fields.identity), tuple(_CONTRACT.fields.selectable)
+#: the fields ``adjust=split`` divides by the split factor
+SPLIT_DIVIDED = ("open", "high", "low", "close")
 DEFAULT_LIMIT, MAX_LIMIT = 1000, 5000
 
 _local = threading.local()
@@ -62,6 +65,7 @@ async def prices(request: Request) -> Response:
         end = dt.date.fromisoformat(query["end"]) if query.get("end") else None
         limit = min(int(query.get("limit") or DEFAULT_LIMIT), MAX_LIMIT)
         names = _fields(query.get("fields"))
+        adjusted = {"split": True, "none": False}[query.get("adjust") or "none"]
     except (KeyError, ValueError) as error:
         return _error(400, f"bad parameter: {error}")
     where, values = ["entity_id = $entity_id"], {"entity_id": entity_id, "limit": limit + 1}
@@ -71,7 +75,7 @@ async def prices(request: Request) -> Response:
     if end is not None:
         where.append("date <= $end")
         values["end"] = end
-    selected = ", ".join(f'"{name}"' for name in names)
+    selected = ", ".join(_column(name, adjusted) for name in names)
     sql = (
         f"SELECT {selected} FROM prices WHERE {' AND '.join(where)} "
         "ORDER BY entity_id, date LIMIT $limit"
@@ -88,6 +92,16 @@ async def prices(request: Request) -> Response:
         "next_cursor": None,
     }
     return Response(orjson.dumps({"data": data, "meta": meta}), media_type="application/json")
+
+
+def _column(name: str, adjusted: bool) -> str:
+    """A field as selected: with ``adjust=split``, prices divided by the row's split factor and
+    the volume multiplied by it (findata's SQL path does the same)."""
+    if adjusted and name in SPLIT_DIVIDED:
+        return f'"{name}" / split_factor AS "{name}"'
+    if adjusted and name == "volume":
+        return 'CAST(ROUND(volume * split_factor) AS BIGINT) AS "volume"'
+    return f'"{name}"'
 
 
 def _fields(asked: str | None) -> tuple[str, ...]:
