@@ -118,17 +118,18 @@ def fresh_keyless_allowance() -> Iterator[None]:
 
 @contextmanager
 def findata_serve(
-    env: dict[str, str], workers: int, *options: str
+    env: dict[str, str], workers: int, *options: str, log: Path | None = None
 ) -> Iterator[tuple[str, list[str]]]:
     """``findata serve --workers N [options]`` as a user runs it, on a free port, until the block
     ends (then stopped with SIGTERM); yields its URL, then (for the caller's checks, after it
-    stopped) what it printed. The output goes to a file: a pipe read only at the end fills up
-    when the server logs much (tracebacks of an outage), and its next write would block."""
+    stopped) what it printed. The output goes to a file (``log``, kept, when given: a test can
+    show it when it fails): a pipe read only at the end fills up when the server logs much
+    (tracebacks of an outage), and its next write would block."""
     findata = Path(sys.executable).parent / "findata"
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     printed: list[str] = []
-    with tempfile.TemporaryFile("w+") as output:
+    with open(log, "w+") if log else tempfile.TemporaryFile("w+") as output:
         process = subprocess.Popen(
             [str(findata), "serve", "--port", str(port), "--workers", str(workers), *options],
             env=env,
