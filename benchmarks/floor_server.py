@@ -7,10 +7,9 @@ Serves ``GET /v1/prices?entity_id=&start=&end=&limit=&fields=&adjust=`` from a p
 date): the layout a bare server would choose, not the version's Parquet parts. The same rows,
 fields and order as findata's ``/v1/prices`` (identity fields, then the selectable ones asked for
 with ``fields``, every one by default, in the contract's order; ``adjust=split`` restates them
-in today's shares), in a ``{"data": [...],
-"meta": {...}}`` envelope. One uvicorn worker, a DuckDB cursor per thread (here: the event
-loop's). ``api_floor.py`` starts it beside ``findata serve`` and checks that its ``data`` equals
-findata's before it measures anything.
+in today's shares), in a ``{"data": [...], "meta": {...}}`` envelope. One uvicorn worker, a
+DuckDB cursor per thread (here: the event loop's). ``api_floor.py`` starts it beside ``findata
+serve`` and checks that its ``data`` equals findata's before it measures anything.
 """
 
 from __future__ import annotations

@@ -114,14 +114,14 @@ def _page_from_memory(
     """The page of the window's rows, security after security (the contract's order), from
     the row store: the same rows, values and order as the SQL path."""
     assert call.page is not None
+    # one security's whole history of the request's row shape: the entry's load and its key
     history = replace(shape, securities=1, has_start=False, has_end=False)
-    row_shape = (shape.fields, shape.split_adjusted)
     rows: list[orjson.Fragment] = []
     served: list[int] = []
     first, last = call.page.offset, call.page.offset + call.page.limit  # this page's positions
     for entity_id in entity_ids:
         held = call.row_store.entity_rows(
-            (call.version.label, "prices", entity_id, row_shape),
+            (call.version.label, "prices", entity_id, history),
             functools.partial(_security_history, call, history, entity_id),
         )
         window = held.between(start, end)

@@ -29,6 +29,9 @@ CLIENTS, EACH = 8, 10  # 80 requests at once
 ALLOWED = 37  # what is left of the day's 100 (under the hourly 40, so the day decides)
 
 
+#: the served fixture's server output, in the test's tmp_path (kept after a failure)
+SERVER_LOG = "serve.log"
+
 SERVERS = {  # control plane, workers, Redis: the counters each chooses
     "database-postgresql": ("postgresql", 4, None),
     "database-sqlite": ("sqlite", 4, None),
@@ -56,7 +59,7 @@ def served(
         if redis_url:
             env["FINDATA_CACHE_URL"] = redis_url
         try:
-            with findata_serve(env, workers, log=tmp_path / "serve.log") as (url_base, printed):
+            with findata_serve(env, workers, log=tmp_path / SERVER_LOG) as (url_base, printed):
                 yield url_base, settings
         finally:
             engine_for(settings.control_plane_url).dispose()
@@ -65,7 +68,7 @@ def served(
 
 
 def test_one_free_account_hammered_by_many_clients(
-    served: tuple[str, Settings], scenarios: dict
+    served: tuple[str, Settings], scenarios: dict, tmp_path: Path
 ) -> None:
     url, settings = served
     engine = engine_for(settings.control_plane_url)
@@ -103,7 +106,7 @@ def test_one_free_account_hammered_by_many_clients(
         thread.join()
 
     # the server's output in the message: a 500 here has been seen once (its traceback says why)
-    output = (settings.home_dir.parent / "serve.log").read_text()[-6000:]
+    output = (tmp_path / SERVER_LOG).read_text()[-6000:]
     assert statuses == {200: ALLOWED, 429: CLIENTS * EACH - ALLOWED}, output
     usage = httpx.get(f"{url}/v1/auth/usage", headers={"X-API-Key": key}).json()
     assert usage["requests_today"] == 100  # 63 before + exactly the successes
