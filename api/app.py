@@ -91,6 +91,7 @@ def create_app(
         dt.timedelta(seconds=settings.version_idle_seconds),
         RowStore(int(settings.row_store_mb * 2**20)),
         _version_fetches(settings, app.state.engine),
+        served_copy_bytes=int(settings.served_tables_mb * 2**20),
     )
     app.state.cursors = CursorCodec(cursor_secret(settings.cursor_secret, settings.home_dir))
     app.state.cache = response_cache(settings.cache_url)

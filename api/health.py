@@ -24,7 +24,8 @@ from starlette.responses import JSONResponse
 
 from findata.api.cache import ResponseCache
 from findata.api.published import PublishedData
-from findata.published.versions import current_catalog, version_part_files
+from findata.published.served_copy import VERSION_CATALOG
+from findata.published.versions import version_part_files
 
 log = logging.getLogger("findata.api.health")
 
@@ -92,7 +93,7 @@ def check_published(published: PublishedData) -> None:
     lease = published.lease(version)
     try:
         cursor = lease.cursor
-        parts = version_part_files(cursor, current_catalog(cursor))
+        parts = version_part_files(cursor, VERSION_CATALOG)
     finally:
         lease.release()
     missing = [part for part in parts if not (version.path.parent / Path(part)).exists()]

@@ -1,5 +1,6 @@
-"""The published data the API serves: the current version (newest ``versions`` row) and read-only
-DuckDB connections to version files, opened once per version and shared by requests.
+"""The published data the API serves: the current version (newest ``versions`` row) and, per
+version, one DuckDB connection shared by requests: the version file attached read-only, its
+datasets copied into native in-memory tables within a budget (``published/served_copy.py``).
 
 A new version is picked up on the next request, without a restart (with ``FINDATA_PUBLISHED_URL``
 set, once this host has fetched it from the bucket: the version before is served meanwhile,
@@ -28,7 +29,8 @@ from findata.clock import Clock, SystemClock
 from findata.control_plane import schema
 from findata.control_plane.raw_reads import RawRead
 from findata.published.fetching import VersionFetches
-from findata.published.versions import current_version, open_version
+from findata.published.served_copy import ServedCopy, open_served_copy
+from findata.published.versions import current_version
 
 
 @dataclass(frozen=True)
@@ -49,7 +51,7 @@ KEEP_OLD_VERSIONS = 2
 
 @dataclass
 class _OpenVersion:
-    connection: duckdb.DuckDBPyConnection
+    copy: ServedCopy
     directory: SubjectDirectory
     last_used: dt.datetime
     leases: int = 0
@@ -101,12 +103,15 @@ class PublishedData:
         idle: dt.timedelta = dt.timedelta(seconds=60),
         row_store: RowStore | None = None,
         fetches: VersionFetches | None = None,
+        served_copy_bytes: int = 0,
     ) -> None:
         self.engine = engine
         #: the host's copy of the bucket's versions (None: the published folder is the store)
         self.fetches = fetches
         #: rows of open versions kept in memory (``api/row_store.py``; off unless given)
         self.row_store = row_store or RowStore(0)
+        #: memory each open version's native copies may take (``published/served_copy.py``)
+        self.served_copy_bytes = served_copy_bytes
         self.published_dir = published_dir
         self._clock = clock or SystemClock()
         self._idle = idle
@@ -116,6 +121,8 @@ class PublishedData:
         self._newest_id = RawRead(engine, sa.select(sa.func.max(schema.versions.c.id)))
         self._change_cursors: dict[int, str] = {}
         self._lock = threading.Lock()
+        #: one per version being opened: its copy is made once, outside ``_lock``
+        self._opening: dict[str, threading.Lock] = {}
 
     def current(self) -> Version | None:
         """The current version, or None before the first publish.
@@ -177,18 +184,40 @@ class PublishedData:
         return cursor
 
     def lease(self, version: Version) -> Lease:
-        """A cursor of its own on ``version``, opening the version's file if it is not open;
-        release it when the request is done."""
+        """A cursor of its own on ``version``, opening the version (its served copy) if it is
+        not open; release it when the request is done. Requests for a version being opened
+        wait for it; requests for versions already open go on meanwhile."""
         with self._lock:
-            entry = self._open.get(version.label)
-            if entry is None:
-                connection = open_version(version.path)
-                with connection.cursor() as cursor:
+            lease = self._lease_open(version.label)
+            if lease is not None:
+                return lease
+            opening = self._opening.setdefault(version.label, threading.Lock())
+        with opening:
+            with self._lock:
+                lease = self._lease_open(version.label)
+            if lease is not None:
+                return lease
+            copy = open_served_copy(version.path, self.served_copy_bytes)
+            try:
+                with copy.connection.cursor() as cursor:
                     directory = SubjectDirectory.load(cursor)
-                entry = _OpenVersion(connection, directory, last_used=self._clock.now())
-                self._open[version.label] = entry
-            entry.leases += 1
-            return Lease(self, version.label, entry.connection, entry.directory)
+            except BaseException:
+                copy.connection.close()
+                raise
+            with self._lock:
+                self._open[version.label] = _OpenVersion(
+                    copy, directory, last_used=self._clock.now()
+                )
+                self._opening.pop(version.label, None)
+                lease = self._lease_open(version.label)
+            assert lease is not None
+            return lease
+
+    def served_copy(self, label: str) -> ServedCopy | None:
+        """The open version ``label``'s served copy (None when this worker has it closed)."""
+        with self._lock:
+            entry = self._open.get(label)
+        return entry.copy if entry is not None else None
 
     def open_labels(self) -> set[str]:
         """The versions this worker holds a connection to."""
@@ -199,9 +228,18 @@ class PublishedData:
         """Close every version this worker holds (the app stops, its requests done)."""
         with self._lock:
             for label, entry in self._open.items():
-                entry.connection.close()
+                entry.copy.connection.close()
                 self.row_store.drop_version(label)
             self._open.clear()
+
+    def _lease_open(self, label: str) -> Lease | None:
+        """A lease on the open version ``label``, or None when it is not open (``_lock`` is
+        held)."""
+        entry = self._open.get(label)
+        if entry is None:
+            return None
+        entry.leases += 1
+        return Lease(self, label, entry.copy.connection, entry.directory)
 
     def _returned(self, label: str) -> None:
         with self._lock:
@@ -224,7 +262,7 @@ class PublishedData:
         )
         for rank, (last_used, label) in enumerate(unused):
             if now - last_used >= self._idle or rank >= KEEP_OLD_VERSIONS:
-                self._open.pop(label).connection.close()
+                self._open.pop(label).copy.connection.close()
                 self.row_store.drop_version(label)
 
     def _version(self, row: sa.Row) -> Version:

@@ -886,7 +886,7 @@ def report_problems(part: PlaneRun) -> None:
 
 def parse_arguments() -> argparse.Namespace:
     """The command line."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument("--home", type=Path, default=None, help="a findata home (written to)")
     parser.add_argument("--list", action="store_true", help="name the shapes and stop")
     parser.add_argument("--shapes", help="a comma-separated subset (default: every shape)")

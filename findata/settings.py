@@ -123,9 +123,17 @@ class Settings(BaseSettings):
         default=256.0,
         ge=0,
         description="Memory each API worker may use to keep rows of the current version "
-        "serialised, per security, for the common prices request (one or a few securities, "
-        "every field, as traded, daily); least recently used first out. 0 turns it off: every "
-        "request asks DuckDB.",
+        "serialised, per security and row shape (fields, adjust), for daily prices requests; "
+        "least recently used first out. 0 turns it off: every request asks DuckDB.",
+    )
+    served_tables_mb: float = Field(
+        default=512.0,
+        ge=0,
+        description="Memory each API worker may use to hold the current version's datasets as "
+        "native in-memory DuckDB tables sorted by key (a query on them is several times faster "
+        "than on the version file's Parquet-backed views); the smallest datasets are copied "
+        "first, those beyond the budget are read from the views. 0: every dataset from the "
+        "views.",
     )
     mcp_result_bytes: int = Field(
         default=32_768,
