@@ -147,10 +147,10 @@ def fetch_page(
     follows): its rows, and the next page's first row (None on the last page)."""
     assert call.page is not None
     paged = query.limit(binder(call.page.limit + 1)).offset(binder(call.page.offset))
-    return _split_page(call, fetch_dicts(call.data, paged, binder))
+    return split_page(call, fetch_dicts(call.data, paged, binder))
 
 
-def _split_page(
+def split_page(
     call: EndpointCall, rows: list[dict[str, Any]]
 ) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
     """The page's rows, and the one read past it (the next page's first), if any."""
@@ -184,4 +184,4 @@ def ordered_page_of_sql(call: EndpointCall, sql: str, values: dict[str, Any]) ->
     assert call.page is not None
     page = {"page_limit": call.page.limit + 1, "page_offset": call.page.offset}
     rows = fetch_dicts_of_sql(call.data, sql, {**values, **page})
-    return page_answer(call, *_split_page(call, rows))
+    return page_answer(call, *split_page(call, rows))

@@ -2,12 +2,14 @@
 
 Also the helpers the events endpoint (``api/endpoints/index_events.py``) shares: reading the index
 code from the path against the codes the published version holds, the index ``meta`` keys and
-one offset page of a query with its total.
+one offset page of a query with its total. The SQL is built once per shape of request (as of a
+date or current; a window's bounds): building it with sqlglot cost more than DuckDB's queries.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from typing import Any
 
 import sqlglot
@@ -15,7 +17,8 @@ from sqlglot import exp
 
 from findata.api.calls import EndpointAnswer, EndpointCall
 from findata.api.errors import BadRequest
-from findata.api.query import Binder, column, fetch_all, fetch_dicts, order_by
+from findata.api.query import column, fetch_dicts_of_sql, order_by, slot
+from findata.contracts.endpoints import OrderTerm
 
 #: the dataset whose version date bounds what the roster can know (its last trading date)
 COVERAGE_DATASET = "prices"
@@ -40,13 +43,27 @@ def handle(call: EndpointCall) -> EndpointAnswer:
     """One page of the roster of the path's index, as of ``as_of`` or current."""
     code = index_code(call)
     as_of: dt.date | None = call.params.get("as_of")
-    binder = Binder()
+    values: dict[str, Any] = {"code": code, "labelled_on": as_of or call.today}
+    if as_of is not None:
+        values["as_of"] = as_of
+    contract = call.contract
+    sqls = _roster_sql(as_of is not None, tuple(contract.fields.identity), tuple(contract.order))
+    answer = offset_page(call, sqls, values)
+    answer.meta = {"index": code.upper(), **({"as_of": as_of.isoformat()} if as_of else {})}
+    answer.meta.update(index_meta(call, code))
+    return answer
 
+
+@functools.lru_cache(maxsize=16)
+def _roster_sql(
+    has_as_of: bool, fields: tuple[str, ...], order: tuple[OrderTerm, ...]
+) -> tuple[str, str]:
+    """The total's and a page's SQL of a roster, current or as of a date, built once."""
     labels = LATEST_OWN_TICKER.copy().where(
-        exp.LTE(this=column("valid_from"), expression=binder(as_of or call.today))
+        exp.LTE(this=column("valid_from"), expression=slot("labelled_on"))
     )
     removed = column("removed_date", "m")
-    day = binder(as_of) if as_of is not None else None
+    day = slot("as_of") if has_as_of else None
     members = (
         exp.select(
             column("entity_id", "m"),
@@ -66,7 +83,7 @@ def handle(call: EndpointCall) -> EndpointAnswer:
             on=exp.EQ(this=column("entity_id", "l"), expression=column("entity_id", "m")),
             join_type="left",
         )
-        .where(exp.EQ(this=column("index_code", "m"), expression=binder(code)))
+        .where(exp.EQ(this=column("index_code", "m"), expression=slot("code")))
     )
     if day is None:
         # the current roster: every interval still open (added_date known or not)
@@ -82,17 +99,18 @@ def handle(call: EndpointCall) -> EndpointAnswer:
                 exp.GT(this=removed.copy(), expression=day.copy()),
             )
         )
-
-    answer = offset_page(call, members, binder)
-    answer.meta = {"index": code.upper(), **({"as_of": as_of.isoformat()} if as_of else {})}
-    answer.meta.update(index_meta(call, code))
-    return answer
+    return offset_page_sql(members, fields, order)
 
 
 def available_indexes(call: EndpointCall) -> list[str]:
     """The index codes of the published version (lower case, sorted)."""
+    return sorted(row["index_code"] for row in fetch_dicts_of_sql(call.data, _codes_sql(), {}))
+
+
+@functools.cache
+def _codes_sql() -> str:
     query = exp.select(column("index_code")).distinct().from_("index_membership")
-    return sorted(code for (code,) in fetch_all(call.data, query, Binder()))
+    return query.sql(dialect="duckdb")
 
 
 def index_code(call: EndpointCall) -> str:
@@ -108,14 +126,8 @@ def index_code(call: EndpointCall) -> str:
 
 def index_meta(call: EndpointCall, code: str) -> dict[str, Any]:
     """``entity_id_grain`` (what the members' entity_id identifies) and ``coverage_end``."""
-    binder = Binder()
-    query = (
-        exp.select(column("member_grain"))
-        .distinct()
-        .from_("index_membership")
-        .where(exp.EQ(this=column("index_code"), expression=binder(code)))
-    )
-    grains = sorted(grain for (grain,) in fetch_all(call.data, query, binder))
+    rows = fetch_dicts_of_sql(call.data, _grains_sql(), {"code": code})
+    grains = sorted(row["member_grain"] for row in rows)
     through = call.version.data_through
     return {
         # one grain in practice (`security`); a mix would be named as such, never hidden
@@ -124,24 +136,46 @@ def index_meta(call: EndpointCall, code: str) -> dict[str, Any]:
     }
 
 
-def offset_page(call: EndpointCall, rows_from: exp.Select, binder: Binder) -> EndpointAnswer:
-    """One offset page of ``rows_from`` in the contract's order, with the total of its rows.
-
-    ``rows_from`` must select every identity and hidden field of the contract."""
-    assert call.page is not None
-    fields = call.contract.fields.identity
-    source = exp.alias_(rows_from.subquery(), "answer")
-    (total,) = fetch_all(
-        call.data, exp.select(exp.func("COUNT", exp.Star())).from_(source), binder
-    )[0]
+@functools.cache
+def _grains_sql() -> str:
     query = (
+        exp.select(column("member_grain"))
+        .distinct()
+        .from_("index_membership")
+        .where(exp.EQ(this=column("index_code"), expression=slot("code")))
+    )
+    return query.sql(dialect="duckdb")
+
+
+def offset_page_sql(
+    rows_from: exp.Select, fields: tuple[str, ...], order: tuple[OrderTerm, ...]
+) -> tuple[str, str]:
+    """The SQL of the total of ``rows_from`` and of one offset page of it in ``order``
+    (``$page_limit`` rows from ``$page_offset``). ``rows_from`` must select every identity and
+    hidden field of the contract."""
+    source = exp.alias_(rows_from.subquery(), "answer")
+    total = exp.select(exp.alias_(exp.func("COUNT", exp.Star()), "total")).from_(source)
+    page = (
         exp.select(*fields)
         .from_(source.copy())
-        .order_by(*order_by(call.contract.order))
-        .limit(binder(call.page.limit))
-        .offset(binder(call.page.offset))
+        .order_by(*order_by(order))
+        .limit(slot("page_limit"))
+        .offset(slot("page_offset"))
     )
-    rows = fetch_dicts(call.data, query, binder)
+    return total.sql(dialect="duckdb"), page.sql(dialect="duckdb")
+
+
+def offset_page(
+    call: EndpointCall, sqls: tuple[str, str], values: dict[str, Any]
+) -> EndpointAnswer:
+    """One offset page with the total of its rows, from ``offset_page_sql``'s SQL and this
+    request's ``values``."""
+    assert call.page is not None
+    total_sql, page_sql = sqls
+    (counted,) = fetch_dicts_of_sql(call.data, total_sql, values)
+    total: int = counted["total"]
+    page = {"page_limit": call.page.limit, "page_offset": call.page.offset}
+    rows = fetch_dicts_of_sql(call.data, page_sql, {**values, **page})
     has_more = call.page.offset + len(rows) < total
     return EndpointAnswer(
         rows=rows,

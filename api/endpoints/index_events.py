@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import functools
+from typing import Any
+
 from sqlglot import exp
 
 from findata.api.calls import EndpointAnswer, EndpointCall
-from findata.api.endpoints.index import index_code, index_meta, offset_page
-from findata.api.query import Binder, column
+from findata.api.endpoints.index import index_code, index_meta, offset_page, offset_page_sql
+from findata.api.query import column, slot
+from findata.contracts.endpoints import OrderTerm
 
 #: added before removed on one effective date
 EVENT_RANK = exp.Case(
@@ -20,7 +24,25 @@ def handle(call: EndpointCall) -> EndpointAnswer:
     """One page of the path's index events, with the Free floor applied to ``start``."""
     code = index_code(call)
     start, end = call.window()
-    binder = Binder()
+    values: dict[str, Any] = {"code": code}
+    values.update({name: day for name, day in (("start", start), ("end", end)) if day})
+    contract = call.contract
+    sqls = _sql(
+        (start is not None, end is not None),
+        tuple(contract.fields.identity),
+        tuple(contract.order),
+    )
+    answer = offset_page(call, sqls, values)
+    answer.meta = {"index": code.upper(), **index_meta(call, code)}
+    return answer
+
+
+@functools.lru_cache(maxsize=16)
+def _sql(
+    bounds: tuple[bool, bool], fields: tuple[str, ...], order: tuple[OrderTerm, ...]
+) -> tuple[str, str]:
+    """The total's and a page's SQL of an index's events (``bounds``: whether ``start`` and
+    ``end`` are bound), built once."""
     events = (
         exp.select(
             column("event"),
@@ -33,13 +55,10 @@ def handle(call: EndpointCall) -> EndpointAnswer:
             column("membership_id"),
         )
         .from_("index_events")
-        .where(exp.EQ(this=column("index_code"), expression=binder(code)))
+        .where(exp.EQ(this=column("index_code"), expression=slot("code")))
     )
-    if start is not None:
-        events = events.where(exp.GTE(this=column("effective_date"), expression=binder(start)))
-    if end is not None:
-        events = events.where(exp.LTE(this=column("effective_date"), expression=binder(end)))
-
-    answer = offset_page(call, events, binder)
-    answer.meta = {"index": code.upper(), **index_meta(call, code)}
-    return answer
+    if bounds[0]:
+        events = events.where(exp.GTE(this=column("effective_date"), expression=slot("start")))
+    if bounds[1]:
+        events = events.where(exp.LTE(this=column("effective_date"), expression=slot("end")))
+    return offset_page_sql(events, fields, order)

@@ -5,22 +5,28 @@ The framework resolves subjects at company grain so that an issuer ``entity_id``
 company (request rule 10); the spec's 409 rule for metrics is stricter for tickers — a ticker
 naming more than one security is ambiguous, a ticker shared by the classes of one company too
 — so this handler turns such tickers into ambiguous ones (409 when nothing else resolved).
+
+The SQL of the rows and of the share-class lookup is built once per shape of request (numbers of
+companies and targets, which bounds, ``as_of`` or not): building it with sqlglot cost more than
+DuckDB's query.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from dataclasses import dataclass
 from typing import Any
 
 from sqlglot import exp
 
-from findata.api.calls import EndpointAnswer, EndpointCall, fetch_page, page_answer
+from findata.api.calls import EndpointAnswer, EndpointCall, page_answer, paged, split_page
 from findata.api.endpoints.fundamentals import path_tickers
 from findata.api.errors import ApiError
-from findata.api.query import Binder, column, fetch_dicts, order_by
+from findata.api.query import Binder, column, fetch_dicts, fetch_dicts_of_sql, order_by, slot
 from findata.api.resolution import SHARE_CLASS_WARNING, Resolution, resolve_tickers
 from findata.api.subjects import HINT, ambiguous_detail
+from findata.contracts.endpoints import OrderTerm
 
 #: the dataset's columns served as they are (``entity_id`` and ``entity_name`` are added)
 METRIC_COLUMNS = [
@@ -53,28 +59,56 @@ def handle(call: EndpointCall) -> EndpointAnswer:
     fields = call.selected_fields()
     start, end = call.window()
     as_of: dt.date | None = call.params.get("as_of")
-    binder = Binder()
-
     issuers = sorted({t.issuer_entity_id for t in targets})
+    sql = _sql(
+        len(issuers),
+        len(targets),
+        (start is not None, end is not None),
+        as_of is not None,
+        tuple(call.contract.order),
+    )
+    values: dict[str, Any] = {f"issuer_{n}": issuer for n, issuer in enumerate(issuers)}
+    for n, target in enumerate(targets):
+        values[f"target_{n}"] = target.entity_id
+        values[f"target_issuer_{n}"] = target.issuer_entity_id
+    bound = {"start": start, "end": end, "as_of": as_of}
+    values.update({name: value for name, value in bound.items() if value is not None})
+    values.update(page_limit=call.page.limit + 1, page_offset=call.page.offset)
+    served, following = split_page(call, fetch_dicts_of_sql(call.data, sql, values))
+    classes = {t.entity_id for t in targets if t.class_security is not None}
+    _price_classes(call, [row for row in served if row["entity_id"] in classes])
+    return page_answer(call, [{name: row[name] for name in fields} for row in served], following)
+
+
+@functools.lru_cache(maxsize=256)
+def _sql(
+    issuers: int,
+    targets: int,
+    bounds: tuple[bool, bool],
+    has_as_of: bool,
+    order: tuple[OrderTerm, ...],
+) -> str:
+    """The SQL of one page of a request of this shape (``bounds``: whether ``start`` and
+    ``end`` are bound), built once."""
     picked = (
         exp.select("*")
         .from_("metrics")
-        .where(column("issuer_entity_id").isin(*binder.each(issuers)))
+        .where(column("issuer_entity_id").isin(*(slot(f"issuer_{n}") for n in range(issuers))))
     )
-    if start is not None:
-        picked = picked.where(exp.GTE(this=column("period_end"), expression=binder(start)))
-    if end is not None:
-        picked = picked.where(exp.LTE(this=column("period_end"), expression=binder(end)))
-    if as_of is None:
+    if bounds[0]:
+        picked = picked.where(exp.GTE(this=column("period_end"), expression=slot("start")))
+    if bounds[1]:
+        picked = picked.where(exp.LTE(this=column("period_end"), expression=slot("end")))
+    if not has_as_of:
         picked = picked.where(column("is_latest"))
     else:
         # each period's latest row known on as_of: nothing known later is read
-        picked = picked.where(exp.LTE(this=column("known_from"), expression=binder(as_of))).qualify(
+        picked = picked.where(exp.LTE(this=column("known_from"), expression=slot("as_of"))).qualify(
             "ROW_NUMBER() OVER (PARTITION BY issuer_entity_id, period_end, period_type "
             "ORDER BY known_from DESC, accession DESC) = 1"
         )
     chosen = exp.values(
-        [(binder(t.entity_id), binder(t.issuer_entity_id)) for t in targets],
+        [(slot(f"target_{n}"), slot(f"target_issuer_{n}")) for n in range(targets)],
         alias="t",
         columns=["entity_id", "issuer_entity_id"],
     )
@@ -88,15 +122,9 @@ def handle(call: EndpointCall) -> EndpointAnswer:
         .join(chosen, on="t.issuer_entity_id = m.issuer_entity_id")
         .join("entities AS e", on="e.entity_id = m.issuer_entity_id", join_type="left")
     )
-    query = (
-        exp.select("*")
-        .from_(exp.alias_(rows_from.subquery(), "answer"))
-        .order_by(*order_by(call.contract.order))
+    return paged(
+        exp.select("*").from_(exp.alias_(rows_from.subquery(), "answer")).order_by(*order_by(order))
     )
-    served, following = fetch_page(call, query, binder)
-    classes = {t.entity_id for t in targets if t.class_security is not None}
-    _price_classes(call, [row for row in served if row["entity_id"] in classes])
-    return page_answer(call, [{name: row[name] for name in fields} for row in served], following)
 
 
 def _targets(call: EndpointCall) -> list[Target]:
@@ -151,13 +179,19 @@ def _share_classes(call: EndpointCall, securities: list[int]) -> dict[int, str |
     """The share class of each security (null for a company's only class of common stock)."""
     if not securities:
         return {}
-    binder = Binder()
-    query = (
+    values = {f"security_{n}": entity for n, entity in enumerate(securities)}
+    rows = fetch_dicts_of_sql(call.data, _share_classes_sql(len(securities)), values)
+    return {row["entity_id"]: row["share_class"] for row in rows}
+
+
+@functools.lru_cache(maxsize=64)
+def _share_classes_sql(securities: int) -> str:
+    return (
         exp.select("entity_id", "share_class")
         .from_("entities")
-        .where(column("entity_id").isin(*binder.each(securities)))
+        .where(column("entity_id").isin(*(slot(f"security_{n}") for n in range(securities))))
+        .sql(dialect="duckdb")
     )
-    return {row["entity_id"]: row["share_class"] for row in fetch_dicts(call.data, query, binder)}
 
 
 def _price_classes(call: EndpointCall, rows: list[dict[str, Any]]) -> None:
