@@ -56,8 +56,10 @@ log = logging.getLogger("findata.api")
 
 @asynccontextmanager
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
-    """What runs while the app serves: the MCP transports' task groups; at the end, usage
-    written, version files closed, and this worker's live metrics let go."""
+    """What runs while the app serves: the current version opened in the background, the MCP
+    transports' task groups; at the end, usage written, version files closed, and this
+    worker's live metrics let go."""
+    app.state.published.warm_in_background()
     async with app.state.mcp.running():
         yield
     app.state.counters.close()  # the usage counted but not yet written

@@ -15,6 +15,7 @@ and the few still being paged through, not every version it ever served.
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +32,8 @@ from findata.control_plane.raw_reads import RawRead
 from findata.published.fetching import VersionFetches
 from findata.published.served_copy import ServedCopy, open_served_copy
 from findata.published.versions import current_version
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -151,9 +154,12 @@ class PublishedData:
                 return None  # retention removed it since the read: as before any version
         with self._lock:
             self._current = version
-            if row.label != self._current_label:
+            switched = row.label != self._current_label
+            if switched:
                 self._current_label = row.label
                 self._close_unused()
+        if switched and held is not None:
+            self.warm_in_background(version)
         return version
 
     def by_label(self, label: str) -> Version | None:
@@ -212,6 +218,24 @@ class PublishedData:
                 lease = self._lease_open(version.label)
             assert lease is not None
             return lease
+
+    def warm_in_background(self, version: Version | None = None) -> threading.Thread:
+        """Open ``version`` (the current one when None) in a thread of its own, so that the
+        first requests of a new version (or of a worker that just started) find its served
+        copy made; they wait for it if they come first. A failure only leaves the opening to
+        the first request (and is logged)."""
+
+        def warm() -> None:
+            try:
+                target = version or self.current()
+                if target is not None:
+                    self.lease(target).release()
+            except Exception as error:  # the first request opens it, or says why it cannot
+                log.info("warming the published version failed: %s", error)
+
+        thread = threading.Thread(target=warm, name="findata-version-warm", daemon=True)
+        thread.start()
+        return thread
 
     def served_copy(self, label: str) -> ServedCopy | None:
         """The open version ``label``'s served copy (None when this worker has it closed)."""
