@@ -1,6 +1,6 @@
 """A version as the API reads it: its datasets copied into native in-memory DuckDB tables,
 sorted by their contract's key, as far as a memory budget allows; the rest read through the
-version file's views.
+version file's views (attached as ``VERSION_CATALOG``, where its part files are listed too).
 
 A version file's datasets are views over Parquet part files, so that versions share the parts
 of the rows they have in common on disk (``parts.py``). That layout is for storing versions, not
@@ -21,7 +21,7 @@ from pathlib import Path
 import duckdb
 
 from findata.contracts.datasets import dataset_names, load_dataset_contract
-from findata.published.versions import PARTS_TABLE, attach_version, version_part_files
+from findata.published.versions import PARTS_TABLE, attach_version
 
 #: the catalog the version file is attached as
 VERSION_CATALOG = "version"
@@ -42,11 +42,6 @@ class ServedCopy:
     viewed: tuple[str, ...]
     #: what the copied tables take in memory (DuckDB's own count)
     bytes: int
-
-    def part_files(self) -> list[str]:
-        """The part files (relative to the published folder) the version file reads."""
-        with self.connection.cursor() as cursor:
-            return version_part_files(cursor, VERSION_CATALOG)
 
 
 def open_served_copy(path: Path, budget_bytes: int) -> ServedCopy:
