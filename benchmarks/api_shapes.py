@@ -75,6 +75,7 @@ import redis
 from api_floor import Urls
 from served_homes import FINDATA, findata_env, free_port, prepare_home
 from wrk_runs import (
+    LUA_DONE,
     RESULT_MARK,
     Run,
     Server,
@@ -100,7 +101,8 @@ PRICE_FIELDS = ["open", "high", "low", "close", "adj_close", "volume"]
 TARGETS = {"rate": 1.5, "p99": 1.5, "cached": 5.0, "mcp": 0.9}
 MODES = ("floor", "findata", "cached", "mcp")
 
-LUA = r"""
+LUA = (
+    r"""
 -- api_shapes.py, shape %(name)s: request number n made from lists of values (a new request
 -- every time but in mode "cached")
 local sizes = {%(sizes)s}
@@ -173,32 +175,9 @@ function response(status, response_headers, body)
   if response_headers["age"] or response_headers["Age"] then hits = hits + 1 end
 end
 
-function done(summary, latency, requests)
-  local most, non2xx_all, hits_all, counts, by_status = 0, 0, 0, {}, {}
-  for _, thread in ipairs(threads) do
-    local count = thread:get("sent")
-    if count > most then most = count end
-    non2xx_all = non2xx_all + thread:get("non2xx")
-    hits_all = hits_all + thread:get("hits")
-    for status, n in pairs(thread:get("statuses")) do
-      counts[status] = (counts[status] or 0) + n
-    end
-  end
-  for status, n in pairs(counts) do
-    by_status[#by_status + 1] = string.format('"%%s": %%d', status, n)
-  end
-  local e = summary.errors
-  io.write(string.format(
-    '%(mark)s{"requests": %%d, "seconds": %%.3f, "bytes": %%d, "p50_ms": %%.2f, ' ..
-    '"p90_ms": %%.2f, "p99_ms": %%.2f, "max_ms": %%.2f, "non2xx": %%d, "cache_hits": %%d, ' ..
-    '"socket_errors": %%d, "timeouts": %%d, "statuses": {%%s}, "next_base": %%d}\n',
-    summary.requests, summary.duration / 1e6, summary.bytes,
-    latency:percentile(50) / 1000, latency:percentile(90) / 1000,
-    latency:percentile(99) / 1000, latency.max / 1000, non2xx_all, hits_all,
-    e.connect + e.read + e.write, e.timeout, table.concat(by_status, ", "),
-    threads[1]:get("base") + #threads * (most + 1)))
-end
 """
+    + LUA_DONE
+)
 
 
 def _text(value: Any) -> str:

@@ -25,6 +25,38 @@ from served_homes import wait_until_answering
 
 RESULT_MARK = "API_FLOOR_RESULT "
 
+#: the Lua ``done`` of the wrk scripts (a %-template: ``mark`` is RESULT_MARK): one line with
+#: RESULT_MARK and the run's figures as JSON, from the counts every thread kept (``sent``,
+#: ``non2xx``, ``hits``, ``statuses``, ``base``)
+LUA_DONE = r"""
+function done(summary, latency, requests)
+  local most, non2xx_all, hits_all, counts, by_status = 0, 0, 0, {}, {}
+  for _, thread in ipairs(threads) do
+    local count = thread:get("sent")
+    if count > most then most = count end
+    non2xx_all = non2xx_all + thread:get("non2xx")
+    hits_all = hits_all + thread:get("hits")
+    for status, n in pairs(thread:get("statuses")) do
+      counts[status] = (counts[status] or 0) + n
+    end
+  end
+  for status, n in pairs(counts) do
+    by_status[#by_status + 1] = string.format('"%%s": %%d', status, n)
+  end
+  local e = summary.errors
+  io.write(string.format(
+    '%(mark)s{"requests": %%d, "seconds": %%.3f, "bytes": %%d, "p50_ms": %%.2f, ' ..
+    '"p90_ms": %%.2f, "p99_ms": %%.2f, "max_ms": %%.2f, "non2xx": %%d, "cache_hits": %%d, ' ..
+    '"socket_errors": %%d, "timeouts": %%d, "statuses": {%%s}, "next_base": %%d}\n',
+    summary.requests, summary.duration / 1e6, summary.bytes,
+    latency:percentile(50) / 1000, latency:percentile(90) / 1000,
+    latency:percentile(99) / 1000, latency.max / 1000, non2xx_all, hits_all,
+    e.connect + e.read + e.write, e.timeout, table.concat(by_status, ", "),
+    threads[1]:get("base") + #threads * (most + 1)))
+end
+
+"""
+
 
 @dataclass
 class Server:

@@ -9,16 +9,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pytest
 
 from findata.api.app import create_app
 from findata.settings import Settings
-from tests.api.endpoints.api_calls import before_as_of, get
+from tests.api.endpoints.api_calls import before_as_of, every_page_as_sent
 from tests.api.server import RunningApi, serve, start_clock
-
-#: headers that differ between two answers of the same request: the moment, and the request id
-MOMENT_HEADERS = {"date", "x-ratelimit-reset", "age", "x-request-id"}
 
 
 @pytest.fixture(scope="module")
@@ -58,22 +54,6 @@ def _requests(scenarios: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     ]
 
 
-def _walk(api: RunningApi, key: str, path: str, params: dict[str, Any]) -> list[Any]:
-    """Every page of a request (following ``next_cursor``): status, headers, body bytes."""
-    pages: list[Any] = []
-    cursor = None
-    for _ in range(60):
-        response = get(api, key, path, **params, **({"cursor": cursor} if cursor else {}))
-        headers = {k: v for k, v in response.headers.items() if k not in MOMENT_HEADERS}
-        pages.append((response.status_code, headers, response.content))
-        if response.status_code != 200:
-            break
-        cursor = (orjson.loads(response.content).get("meta") or {}).get("next_cursor")
-        if cursor is None:
-            break
-    return pages
-
-
 def test_every_endpoint_answers_the_same_from_the_copy_as_from_the_views(
     api: RunningApi, api_on_views: RunningApi, scenarios: dict[str, Any]
 ) -> None:
@@ -83,7 +63,8 @@ def test_every_endpoint_answers_the_same_from_the_copy_as_from_the_views(
     statuses = []
     for path, params in _requests(scenarios):
         copied, viewed = (
-            _walk(server, key, path, params) for server, key in zip(servers, keys, strict=True)
+            every_page_as_sent(server, key, path, params)
+            for server, key in zip(servers, keys, strict=True)
         )
         assert copied == viewed, (path, params)
         statuses.append(copied[0][0])

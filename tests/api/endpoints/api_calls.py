@@ -26,11 +26,34 @@ QUARTER_TEXT = (
 CHANGE_CURSOR = re.compile(r"chg_\d{12}")
 
 
+#: headers that differ between two answers of the same request: the moment, and the request id
+MOMENT_HEADERS = {"date", "x-ratelimit-reset", "age", "x-request-id"}
+
+
 def get(api: RunningApi, key: str | None, path: str, **params: Any) -> httpx.Response:
     """GET ``path`` with ``params``, sending ``key`` as ``X-API-Key`` (no header for ``None``)."""
     headers = {"X-API-Key": key} if key is not None else {}
     with api.client() as client:
         return client.get(path, params=params, headers=headers)
+
+
+def every_page_as_sent(
+    api: RunningApi, key: str, path: str, params: dict[str, Any]
+) -> list[tuple[int, dict[str, str], bytes]]:
+    """Every page of a request (following ``meta.next_cursor``) as the server sent it: status,
+    headers (but ``MOMENT_HEADERS``), body bytes; for comparing two servers' answers."""
+    pages: list[tuple[int, dict[str, str], bytes]] = []
+    cursor = None
+    for _ in range(60):
+        response = get(api, key, path, **params, **({"cursor": cursor} if cursor else {}))
+        headers = {k: v for k, v in response.headers.items() if k not in MOMENT_HEADERS}
+        pages.append((response.status_code, headers, response.content))
+        if response.status_code != 200:
+            break
+        cursor = (response.json().get("meta") or {}).get("next_cursor")
+        if cursor is None:
+            break
+    return pages
 
 
 def ok_body(response: httpx.Response) -> dict[str, Any]:

@@ -17,11 +17,8 @@ import pytest
 from findata.api.app import create_app
 from findata.api.row_store import EntityRows, RowStore
 from findata.settings import Settings
-from tests.api.endpoints.api_calls import before_as_of, get
+from tests.api.endpoints.api_calls import before_as_of, every_page_as_sent, get
 from tests.api.server import RunningApi, serve, start_clock
-
-#: headers that differ between two answers of the same request: the moment, and the request id
-MOMENT_HEADERS = {"date", "x-ratelimit-reset", "age", "x-request-id"}
 
 
 def _served_with_store(published_home: Path, row_store_mb: float) -> Iterator[RunningApi]:
@@ -77,22 +74,6 @@ def _requests(scenarios: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     ]
 
 
-def _walk(api: RunningApi, key: str, path: str, params: dict[str, Any]) -> list[Any]:
-    """Every page of a request (following ``next_cursor``): status, headers, body bytes."""
-    pages: list[Any] = []
-    cursor = None
-    for _ in range(60):
-        response = get(api, key, path, **params, **({"cursor": cursor} if cursor else {}))
-        headers = {k: v for k, v in response.headers.items() if k not in MOMENT_HEADERS}
-        pages.append((response.status_code, headers, response.content))
-        if response.status_code != 200:
-            break
-        cursor = orjson.loads(response.content)["meta"]["next_cursor"]
-        if cursor is None:
-            break
-    return pages
-
-
 @pytest.mark.parametrize("plan", ["redistribution", "free"])
 def test_store_answers_exactly_as_the_sql_path(
     api: RunningApi,
@@ -109,7 +90,8 @@ def test_store_answers_exactly_as_the_sql_path(
         if plan == "free" and ("," in path or "," in str(params.get("entity_id", ""))):
             continue  # Free asks one ticker per request
         answers = [
-            _walk(server, key, path, params) for server, key in zip(servers, keys, strict=True)
+            every_page_as_sent(server, key, path, params)
+            for server, key in zip(servers, keys, strict=True)
         ]
         assert answers[0] == answers[1], (path, params)
         assert answers[2] == answers[1], (path, params)
@@ -152,7 +134,7 @@ def test_aggregated_rows_are_answered_by_sql(
     window = {"start": before_as_of(scenarios, 200), "end": before_as_of(scenarios, 20)}
     for params in ({"interval": "1w"}, {"interval": "1mo", **window}, {"interval": "3d"}):
         first, second = (
-            _walk(server, key, f"/v1/prices/{ticker}", params)
+            every_page_as_sent(server, key, f"/v1/prices/{ticker}", params)
             for server, key in zip((api, api_without_store), keys, strict=True)
         )
         assert first == second and first[0][0] == 200
