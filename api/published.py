@@ -30,7 +30,7 @@ from findata.clock import Clock, SystemClock
 from findata.control_plane import schema
 from findata.control_plane.raw_reads import RawRead
 from findata.published.fetching import VersionFetches
-from findata.published.served_copy import ServedCopy, open_served_copy
+from findata.published.served_copy import CopyStopped, ServedCopy, open_served_copy
 from findata.published.versions import current_version
 
 log = logging.getLogger(__name__)
@@ -126,6 +126,9 @@ class PublishedData:
         self._lock = threading.Lock()
         #: one per version being opened: its copy is made once, outside ``_lock``
         self._opening: dict[str, threading.Lock] = {}
+        #: set by ``close``: copies being made end, and no version opens any more
+        self._stopping = threading.Event()
+        self._warming: set[threading.Thread] = set()
 
     def current(self) -> Version | None:
         """The current version, or None before the first publish.
@@ -203,7 +206,9 @@ class PublishedData:
                 lease = self._lease_open(version.label)
             if lease is not None:
                 return lease
-            copy = open_served_copy(version.path, self.served_copy_bytes)
+            if self._stopping.is_set():
+                raise CopyStopped(f"{version.label}: the published data is closed")
+            copy = open_served_copy(version.path, self.served_copy_bytes, self._stopping)
             try:
                 with copy.connection.cursor() as cursor:
                     directory = SubjectDirectory.load(cursor)
@@ -211,6 +216,9 @@ class PublishedData:
                 copy.connection.close()
                 raise
             with self._lock:
+                if self._stopping.is_set():  # closed while this copy was made: not kept
+                    copy.connection.close()
+                    raise CopyStopped(f"{version.label}: the published data is closed")
                 self._open[version.label] = _OpenVersion(
                     copy, directory, last_used=self._clock.now()
                 )
@@ -223,17 +231,24 @@ class PublishedData:
         """Open ``version`` (the current one when None) in a thread of its own, so that the
         first requests of a new version (or of a worker that just started) find its served
         copy made; they wait for it if they come first. A failure only leaves the opening to
-        the first request (and is logged)."""
+        the first request (and is logged). ``close`` stops and waits for it."""
 
         def warm() -> None:
             try:
                 target = version or self.current()
                 if target is not None:
                     self.lease(target).release()
+            except CopyStopped:
+                pass
             except Exception as error:  # the first request opens it, or says why it cannot
                 log.info("warming the published version failed: %s", error)
+            finally:
+                with self._lock:
+                    self._warming.discard(threading.current_thread())
 
         thread = threading.Thread(target=warm, name="findata-version-warm", daemon=True)
+        with self._lock:
+            self._warming.add(thread)
         thread.start()
         return thread
 
@@ -249,7 +264,14 @@ class PublishedData:
             return set(self._open)
 
     def close(self) -> None:
-        """Close every version this worker holds (the app stops, its requests done)."""
+        """Close every version this worker holds (the app stops, its requests done), once the
+        versions being warmed have stopped: a process must not exit while DuckDB copies in one
+        of its threads (the C++ runtime aborts it, and the worker exits with an error)."""
+        self._stopping.set()
+        with self._lock:
+            warming = list(self._warming)
+        for thread in warming:
+            thread.join()
         with self._lock:
             for label, entry in self._open.items():
                 entry.copy.connection.close()

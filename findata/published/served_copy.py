@@ -15,6 +15,7 @@ common requests. The rows are the same, value for value and type for type: the c
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,12 +45,20 @@ class ServedCopy:
     bytes: int
 
 
-def open_served_copy(path: Path, budget_bytes: int) -> ServedCopy:
+class CopyStopped(Exception):
+    """The copy was stopped before it was complete (its worker is stopping)."""
+
+
+def open_served_copy(
+    path: Path, budget_bytes: int, stop: threading.Event | None = None
+) -> ServedCopy:
     """The version file ``path`` attached read-only, each of its datasets copied into a native
     in-memory table sorted by its contract's key, the smallest first, while the estimate of the
     copies (rows x columns x ``BYTES_PER_VALUE``) stays within ``budget_bytes``; the datasets
     left over are views of the version file's. Every dataset has its name in the default
-    catalog either way, so the API's SQL is the same."""
+    catalog either way, so the API's SQL is the same. When ``stop`` is set, the copy ends
+    before its next dataset with ``CopyStopped`` (a worker stopping waits for one dataset's
+    copy at most, and its process never exits with DuckDB still copying in a thread)."""
     connection = duckdb.connect()
     try:
         attach_version(connection, path, VERSION_CATALOG)
@@ -58,6 +67,8 @@ def open_served_copy(path: Path, budget_bytes: int) -> ServedCopy:
         sizes = _dataset_sizes(connection)
         copied, viewed, estimate = [], [], 0
         for name, values in sorted(sizes.items(), key=lambda item: (item[1], item[0])):
+            if stop is not None and stop.is_set():
+                raise CopyStopped(f"the copy of {path.name} was stopped")
             estimate += values * BYTES_PER_VALUE
             if estimate <= budget_bytes:
                 connection.execute(

@@ -265,3 +265,21 @@ def _files_open_under(directory: Path) -> list[Path]:
         if target.is_relative_to(directory):
             held.append(target)
     return held
+
+
+def test_closing_stops_and_waits_for_a_version_being_warmed(
+    published_home: Path, tmp_path: Path
+) -> None:
+    # a worker told to stop as it starts: its process must not exit with DuckDB copying in a
+    # thread (the C++ runtime aborts it, and the worker exits with an error)
+    settings = copy_published_home(published_home, tmp_path / "home", None)
+    published = PublishedData(
+        engine_for(settings.control_plane_url),
+        settings.published_dir,
+        served_copy_bytes=512 * 2**20,
+    )
+    warming = published.warm_in_background()
+    published.close()
+    assert not warming.is_alive()
+    assert published.open_labels() == set()
+    assert _files_open_under(settings.published_dir) == []
