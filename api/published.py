@@ -69,11 +69,12 @@ class Lease:
         self,
         owner: PublishedData,
         label: str,
-        connection: duckdb.DuckDBPyConnection,
+        copy: ServedCopy,
         directory: SubjectDirectory,
     ) -> None:
         self.directory = directory  # the version's entities and tickers, in memory
-        self._connection = connection
+        self.datasets = copy.datasets  # the datasets the version holds
+        self._connection = copy.connection
         self._cursor: duckdb.DuckDBPyConnection | None = None
         self._owner = owner
         self._label = label
@@ -285,7 +286,7 @@ class PublishedData:
         if entry is None:
             return None
         entry.leases += 1
-        return Lease(self, label, entry.copy.connection, entry.directory)
+        return Lease(self, label, entry.copy, entry.directory)
 
     def _returned(self, label: str) -> None:
         with self._lock:

@@ -16,9 +16,6 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import duckdb
-from sqlglot import exp
-
-from findata.api.query import Binder, column
 
 Grain = Literal["security", "company"]
 
@@ -114,9 +111,8 @@ def candidate(row: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-ENTITIES_SQL = (
-    "SELECT entity_id, entity_grain, issuer_entity_id, name, ticker, last_price_date FROM entities"
-)
+#: every column: resolve's body reads the entity's whole row from here too
+ENTITIES_SQL = "SELECT * FROM entities"
 PERIODS_SQL = (
     "SELECT h.ticker, h.entity_id, h.valid_from, h.valid_to, h.entity_grain, "
     "h.issuer_entity_id, h.ticker_kind, h.share_class, h.exchange, e.name, e.last_price_date, "
@@ -149,6 +145,24 @@ class SubjectDirectory:
         """The entities among ``entity_ids`` that exist, with their grain and issuer."""
         return {i: self._entities[i] for i in entity_ids if i in self._entities}
 
+    def securities_of(self, issuers: set[int]) -> list[int]:
+        """The security-grain entities of the issuers ``issuers``, in entity id order."""
+        return sorted(
+            entity_id
+            for entity_id, row in self._entities.items()
+            if row["entity_grain"] == "security" and row["issuer_entity_id"] in issuers
+        )
+
+    def period_begun_by(self, ticker: str, entity_id: int, on: dt.date) -> dict[str, Any] | None:
+        """The period of ``ticker`` naming ``entity_id`` that began last by ``on`` (None when
+        none had begun)."""
+        begun = [
+            row
+            for row in self._by_ticker.get(ticker, [])
+            if row["entity_id"] == entity_id and row["valid_from"] <= on
+        ]
+        return max(begun, key=lambda row: row["valid_from"], default=None)
+
     def periods_on(
         self, tickers: list[str], on: dt.date, *, first_if_later: bool
     ) -> dict[str, list[dict[str, Any]]]:
@@ -171,6 +185,20 @@ class SubjectDirectory:
                 chosen[ticker] = [r for r in rows if r["valid_from"] == first_start]
         return chosen
 
+    def security_tickers(self, issuers: list[int], on: dt.date) -> list[str]:
+        """Every ticker (own or not) a security of the issuers ``issuers`` had on ``on``,
+        sorted, once each."""
+        return sorted(
+            {
+                r["ticker"]
+                for issuer in issuers
+                for r in self._by_issuer.get(issuer, [])
+                if r["entity_grain"] == "security"
+                and r["valid_from"] <= on
+                and (r["valid_to"] is None or r["valid_to"] >= on)
+            }
+        )
+
     def class_tickers(self, issuer: int, on: dt.date) -> list[str]:
         """The own tickers of the issuer's securities on ``on``, sorted."""
         return sorted(
@@ -187,14 +215,3 @@ def _all_rows(cursor: duckdb.DuckDBPyConnection, sql: str) -> list[dict[str, Any
     result = cursor.execute(sql)
     names = [d[0] for d in result.description]
     return [dict(zip(names, row, strict=True)) for row in result.fetchall()]
-
-
-def valid_on(on: dt.date, binder: Binder) -> exp.Expression:
-    """A ``ticker_history`` period holds ``on`` (``valid_to`` is the last day, inclusive)."""
-    return exp.and_(
-        exp.LTE(this=column("valid_from"), expression=binder(on)),
-        exp.or_(
-            column("valid_to").is_(exp.null()),
-            exp.GTE(this=column("valid_to"), expression=binder(on)),
-        ),
-    )

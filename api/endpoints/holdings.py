@@ -15,7 +15,7 @@ from sqlglot import exp
 
 from findata.api.calls import EndpointAnswer, EndpointCall, ordered_page_of_sql, paged
 from findata.api.errors import ApiError
-from findata.api.query import Binder, column, fetch_all, fetch_dicts_of_sql, order_by, slot
+from findata.api.query import column, order_by, slot
 from findata.contracts.endpoints import OrderTerm
 
 HOLDINGS = "institutional_holdings"
@@ -38,18 +38,8 @@ def handle(call: EndpointCall) -> EndpointAnswer:
 def require_coverage(call: EndpointCall) -> None:
     """503 ``coverage_unavailable`` when the served version holds no holdings table (a version
     published without the dataset): the holdings endpoints cannot say anything then."""
-    if not fetch_dicts_of_sql(call.data, _coverage_sql(), {"table": HOLDINGS}):
+    if HOLDINGS not in call.lease.datasets:
         raise ApiError("coverage_unavailable")
-
-
-@functools.cache
-def _coverage_sql() -> str:
-    return (
-        exp.select("table_name")
-        .from_("information_schema.tables")
-        .where(column("table_name").eq(slot("table")))
-        .sql(dialect="duckdb")
-    )
 
 
 def page_of_positions(
@@ -119,13 +109,5 @@ def _securities(call: EndpointCall) -> list[int]:
             chosen.update(call.subjects.securities[name])
         else:
             whole_companies.update(issuers)
-    if whole_companies:
-        binder = Binder()
-        query = (
-            exp.select("entity_id")
-            .from_("entities")
-            .where(column("issuer_entity_id").isin(*binder.each(sorted(whole_companies))))
-            .where(column("entity_grain").eq(binder("security")))
-        )
-        chosen.update(row[0] for row in fetch_all(call.data, query, binder))
+    chosen.update(call.directory.securities_of(whole_companies))
     return sorted(chosen)

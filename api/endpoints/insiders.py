@@ -11,8 +11,7 @@ from typing import Any
 from sqlglot import exp
 
 from findata.api.calls import EndpointAnswer, EndpointCall, ordered_page_of_sql, paged
-from findata.api.query import Binder, column, fetch_dicts, order_by, slot
-from findata.api.resolution import valid_on
+from findata.api.query import column, order_by, slot
 from findata.contracts.endpoints import OrderTerm
 
 #: flag -> the column whose true rows the flag's ``false`` leaves out (uncoded: the opposite)
@@ -81,15 +80,4 @@ def _tickers_served(call: EndpointCall) -> list[str]:
     if not call.params.get("entity_id"):
         return list(call.subjects.resolved)
     on = call.subject_date or call.today
-    binder = Binder()
-    query = (
-        exp.select("ticker")
-        .distinct()
-        .from_("ticker_history")
-        .where(column("issuer_entity_id").isin(*binder.each(call.subjects.entity_ids)))
-        .where(column("entity_grain").eq(binder("security")))
-        .where(valid_on(on, binder))
-        .order_by("ticker")
-    )
-    rows: list[dict[str, Any]] = fetch_dicts(call.data, query, binder)
-    return [row["ticker"] for row in rows]
+    return call.directory.security_tickers(call.subjects.entity_ids, on)

@@ -9,6 +9,7 @@ path, checks the plan's ticker count, resolves at security grain and raises the 
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from typing import Any
 
 from sqlglot import exp
@@ -16,7 +17,7 @@ from sqlglot import exp
 from findata.api.calls import EndpointAnswer, EndpointCall
 from findata.api.endpoints.index import removal_known_on
 from findata.api.errors import BadRequest, NotFound
-from findata.api.query import Binder, column, fetch_dicts
+from findata.api.query import column, fetch_dicts_of_sql, slot
 from findata.api.resolution import Resolution, resolve_tickers
 from findata.api.subjects import ambiguous_ticker, check_subject_count, parse_tickers
 from findata.contracts.endpoints import Subject
@@ -43,11 +44,6 @@ FUTURE_WARNING = "date {asked} is after today; resolved as of today ({today})."
 KEYLESS_DATASETS = ("entities", "succession_links", "ticker_history")
 FULL_DATASETS = ("entities", "index_membership", "succession_links", "ticker_history")
 
-ENTITY_COLUMNS = (
-    "entity_id", "name", "entity_type", "country", "figi", "cik", "entity_grain",
-    "issuer_entity_id", "share_class", "instrument_type", "exchange", "sic_code",
-    "sic_description", "naics_code", "gics_sector", "gics_group", "classification_as_of",
-)  # fmt: skip
 CLASSIFICATIONS = (
     "sic_code", "sic_description", "naics_code", "gics_sector", "gics_group",
     "classification_as_of",
@@ -165,38 +161,20 @@ def _partial_warnings(resolution: Resolution, on: dt.date) -> list[str]:
 
 
 def _entities(call: EndpointCall, entity_ids: list[int]) -> dict[int, dict[str, Any]]:
-    binder = Binder()
-    query = (
-        exp.select(*ENTITY_COLUMNS)
-        .from_("entities")
-        .where(column("entity_id").isin(*binder.each(entity_ids)))
-    )
-    return {row["entity_id"]: row for row in fetch_dicts(call.data, query, binder)}
+    """The entities' rows (from the version's directory, in memory)."""
+    return call.directory.entities_among(entity_ids)
 
 
 def _periods(
     call: EndpointCall, resolution: Resolution, on: dt.date
 ) -> dict[tuple[str, int], dict[str, Any]]:
     """Per (ticker, entity) the ticker period the resolution used: the latest begun by ``on``."""
-    binder = Binder()
-    pairs = [
-        exp.and_(
-            column("ticker").eq(binder(ticker)),
-            column("entity_id").eq(binder(entity_id)),
-        )
-        for ticker, ids in resolution.resolved.items()
-        for entity_id in ids
-    ]
-    query = (
-        exp.select("ticker", "entity_id", "valid_from", "valid_to", "share_class", "exchange")
-        .from_("ticker_history")
-        .where(exp.or_(*pairs))
-        .where(exp.LTE(this=column("valid_from"), expression=binder(on)))
-        .order_by("valid_from")
-    )
     periods: dict[tuple[str, int], dict[str, Any]] = {}
-    for row in fetch_dicts(call.data, query, binder):
-        periods[(row["ticker"], row["entity_id"])] = row  # the last begun wins
+    for ticker, ids in resolution.resolved.items():
+        for entity_id in ids:
+            period = call.directory.period_begun_by(ticker, entity_id, on)
+            if period is not None:
+                periods[(ticker, entity_id)] = period
     return periods
 
 
@@ -205,28 +183,10 @@ def _memberships(
 ) -> dict[int, list[dict[str, Any]]]:
     """Index memberships as known on ``on``: every one added by then, its removal shown only
     once it has happened (a later removal is later knowledge; an earlier one stays listed)."""
-    binder = Binder()
-    day = binder(on)
-    query = (
-        exp.select(
-            "entity_id",
-            "index_code",
-            "index_name",
-            "added_date",
-            exp.alias_(removal_known_on(day), "removed_date"),
-        )
-        .from_("index_membership")
-        .where(column("entity_id").isin(*binder.each(entity_ids)))
-        .where(
-            exp.or_(
-                column("added_date").is_(exp.null()),
-                exp.LTE(this=column("added_date"), expression=day.copy()),
-            )
-        )
-        .order_by("entity_id", "index_code", "added_date", "membership_id")
-    )
+    values: dict[str, Any] = {f"entity_{n}": entity for n, entity in enumerate(entity_ids)}
+    values["on"] = on
     by_entity: dict[int, list[dict[str, Any]]] = {}
-    for row in fetch_dicts(call.data, query, binder):
+    for row in fetch_dicts_of_sql(call.data, _memberships_sql(len(entity_ids)), values):
         by_entity.setdefault(row["entity_id"], []).append(
             {
                 "index": row["index_code"].upper(),
@@ -238,29 +198,59 @@ def _memberships(
     return by_entity
 
 
+@functools.lru_cache(maxsize=16)
+def _memberships_sql(entities: int) -> str:
+    """The SQL of ``_memberships`` for ``entities`` entity ids, built once."""
+    return (
+        exp.select(
+            "entity_id",
+            "index_code",
+            "index_name",
+            "added_date",
+            exp.alias_(removal_known_on(slot("on")), "removed_date"),
+        )
+        .from_("index_membership")
+        .where(column("entity_id").isin(*(slot(f"entity_{n}") for n in range(entities))))
+        .where(
+            exp.or_(
+                column("added_date").is_(exp.null()),
+                exp.LTE(this=column("added_date"), expression=slot("on")),
+            )
+        )
+        .order_by("entity_id", "index_code", "added_date", "membership_id")
+        .sql(dialect="duckdb")
+    )
+
+
 def _succession(call: EndpointCall, tickers: list[str]) -> dict[str, list[dict[str, Any]]]:
     """Per ticker, every succession link from or to it (renamed, reused, reassigned)."""
     if not tickers:
         return {}
-    binder = Binder()
-    placeholders = binder.each(tickers)
-    query = (
-        exp.select(*SUCCESSION_COLUMNS)
-        .from_("succession_links")
-        .where(
-            exp.or_(
-                column("from_ticker").isin(*placeholders),
-                column("to_ticker").isin(*[p.copy() for p in placeholders]),
-            )
-        )
-        .order_by("change_date", "from_ticker", "from_entity_id", "to_ticker", "to_entity_id")
-    )
+    values = {f"ticker_{n}": ticker for n, ticker in enumerate(tickers)}
     by_ticker: dict[str, list[dict[str, Any]]] = {}
-    for row in fetch_dicts(call.data, query, binder):
+    for row in fetch_dicts_of_sql(call.data, _succession_sql(len(tickers)), values):
         for ticker in dict.fromkeys((row["from_ticker"], row["to_ticker"])):
             if ticker in tickers:
                 by_ticker.setdefault(ticker, []).append(row)
     return by_ticker
+
+
+@functools.lru_cache(maxsize=16)
+def _succession_sql(tickers: int) -> str:
+    """The SQL of ``_succession`` for ``tickers`` tickers, built once."""
+    named = [slot(f"ticker_{n}") for n in range(tickers)]
+    return (
+        exp.select(*SUCCESSION_COLUMNS)
+        .from_("succession_links")
+        .where(
+            exp.or_(
+                column("from_ticker").isin(*named),
+                column("to_ticker").isin(*[name.copy() for name in named]),
+            )
+        )
+        .order_by("change_date", "from_ticker", "from_entity_id", "to_ticker", "to_entity_id")
+        .sql(dialect="duckdb")
+    )
 
 
 def _entity(

@@ -44,6 +44,11 @@ class ServedCopy:
     #: what the copied tables take in memory (DuckDB's own count)
     bytes: int
 
+    @property
+    def datasets(self) -> frozenset[str]:
+        """Every dataset the version holds, copied or viewed."""
+        return frozenset(self.copied + self.viewed)
+
 
 class CopyStopped(Exception):
     """The copy was stopped before it was complete (its worker is stopping)."""

@@ -10,6 +10,7 @@ the spec's rules."""
 from __future__ import annotations
 
 import datetime as dt
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -18,6 +19,7 @@ import pytest
 
 from findata.api.endpoints.holdings import require_coverage
 from findata.api.errors import ApiError
+from findata.published.served_copy import open_served_copy
 from tests.api.endpoints.api_calls import (
     QUARTER_TEXT,
     assert_bad_request,
@@ -218,13 +220,18 @@ def test_ambiguous_and_unknown_tickers(
     assert missing.json()["detail"] == "No matching entities for: ZZZZQ"
 
 
-def test_coverage_unavailable_without_the_holdings_table() -> None:
-    empty = duckdb.connect()
+def test_coverage_unavailable_without_the_holdings_table(tmp_path: Path) -> None:
+    # a version published without the holdings dataset, opened as the API opens one
+    version = tmp_path / "no-holdings.duckdb"
+    with duckdb.connect(str(version)) as writing:
+        writing.execute("CREATE TABLE managers AS SELECT 1 AS manager_id")
+    copy = open_served_copy(version, 2**20)
     try:
+        assert copy.datasets == {"managers"}
         with pytest.raises(ApiError) as refused:
-            require_coverage(SimpleNamespace(data=empty))  # type: ignore[arg-type]
+            require_coverage(SimpleNamespace(lease=copy))  # type: ignore[arg-type]
     finally:
-        empty.close()
+        copy.connection.close()
     assert refused.value.status == 503
     assert refused.value.body() == {
         "error": "coverage_unavailable",

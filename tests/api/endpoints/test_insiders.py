@@ -317,15 +317,24 @@ def test_paging_limits_and_cursor(api: RunningApi, pro_key: str, company: dict[s
 
 
 def test_entity_id_selects_the_company(
-    api: RunningApi, pro_key: str, company: dict[str, Any]
+    api: RunningApi, pro_key: str, company: dict[str, Any], published_db: duckdb.DuckDBPyConnection
 ) -> None:
     by_ticker = _walk(api, pro_key, f"/v1/insiders/{company['ticker']}", limit=1000)
+    # the tickers of the company's securities today, every kind
+    today = dt.datetime.now(dt.UTC).date()
+    traded = published_db.execute(
+        "SELECT DISTINCT ticker FROM ticker_history WHERE issuer_entity_id = ? "
+        "AND entity_grain = 'security' AND valid_from <= ? "
+        "AND (valid_to IS NULL OR valid_to >= ?) ORDER BY ticker",
+        [company["issuer"], today, today],
+    ).fetchall()
     for entity_id in (company["issuer"], company["security"]):
         response = get(api, pro_key, "/v1/insiders", entity_id=str(entity_id), limit=1000)
         assert response.status_code == 200, response.text
         body = response.json()
         assert body["data"] == by_ticker
         assert company["ticker"] in body["tickers"]
+        assert body["tickers"] == [ticker for (ticker,) in traded]
     assert_bad_request(
         get(api, pro_key, f"/v1/insiders/{company['ticker']}", entity_id=str(company["issuer"])),
         "Provide either a ticker in the path or an entity_id parameter, not both.",
