@@ -28,8 +28,10 @@ import orjson
 
 from findata.api.responses import json_bytes
 
-#: what a kept row costs beyond its JSON text: the Fragment, the bytes object, list slots, date
+#: what a kept row costs beyond its JSON text: the Fragment, the bytes object, list slots, key
 ROW_OVERHEAD_BYTES = 120
+#: what a row's own entity id costs, kept when an entry's rows are of several entities
+ENTITY_BYTES = 40
 
 #: version label, dataset, entity id, the rows' shape (what they hold, apart from the window)
 EntityKey = tuple[str, str, int, Hashable]
@@ -37,31 +39,71 @@ EntityKey = tuple[str, str, int, Hashable]
 
 @dataclass(frozen=True)
 class EntityRows:
-    """One entity's rows of a dataset, ordered by date, with their dates."""
+    """One entity's rows of a dataset in the contract's order, which leads with a date (oldest
+    or newest first), each row's JSON text with its date's sort key and its ``entity_id``."""
 
-    dates: list[dt.date]
+    #: each row's date as a day number, negated when the rows are newest first (so ascending)
+    keys: list[int]
     rows: list[orjson.Fragment]
+    #: each row's ``entity_id``; one element when every row has the same
+    entities: list[int]
     size: int  # bytes the entry holds, about
+    newest_first: bool = False
+
+    def window(self, start: dt.date | None, end: dt.date | None) -> range:
+        """The positions of the rows dated from ``start`` to ``end``, both inclusive (None:
+        unbounded)."""
+        low_key, high_key = (end, start) if self.newest_first else (start, end)
+        low = 0 if low_key is None else bisect.bisect_left(self.keys, self._key(low_key))
+        high = (
+            len(self.keys)
+            if high_key is None
+            else bisect.bisect_right(self.keys, self._key(high_key))
+        )
+        return range(low, max(low, high))
 
     def between(self, start: dt.date | None, end: dt.date | None) -> list[orjson.Fragment]:
         """The rows dated from ``start`` to ``end``, both inclusive (None: unbounded)."""
-        low = 0 if start is None else bisect.bisect_left(self.dates, start)
-        high = len(self.dates) if end is None else bisect.bisect_right(self.dates, end)
-        return self.rows[low:high]
+        positions = self.window(start, end)
+        return self.rows[positions.start : positions.stop]
+
+    def entities_at(self, positions: range) -> set[int]:
+        """The ``entity_id`` of the rows at ``positions``."""
+        if not positions:
+            return set()
+        if len(self.entities) == 1:
+            return {self.entities[0]}
+        return set(self.entities[positions.start : positions.stop])
+
+    def _key(self, day: dt.date) -> int:
+        return -day.toordinal() if self.newest_first else day.toordinal()
 
     @classmethod
-    def of(cls, rows: Iterable[dict[str, Any]], date_field: str = "date") -> EntityRows:
-        """Rows (dicts in the answer's field order, ordered by ``date_field``) serialised once,
-        exactly as an answer's ``data`` would carry them."""
-        dates: list[dt.date] = []
+    def of(
+        cls,
+        rows: Iterable[dict[str, Any]],
+        date_field: str = "date",
+        *,
+        newest_first: bool = False,
+    ) -> EntityRows:
+        """Rows (dicts in the answer's field order, ordered by ``date_field``, oldest first or
+        ``newest_first``) serialised once, exactly as an answer's ``data`` would carry them."""
+        keys: list[int] = []
         texts: list[orjson.Fragment] = []
+        entities: list[int] = []
         size = 0
+        sign = -1 if newest_first else 1
         for row in rows:
             text = json_bytes(row)
-            dates.append(row[date_field])
+            keys.append(sign * row[date_field].toordinal())
             texts.append(orjson.Fragment(text))
+            entities.append(row["entity_id"])
             size += len(text) + ROW_OVERHEAD_BYTES
-        return cls(dates, texts, size)
+        if len(set(entities)) <= 1:
+            entities = entities[:1]
+        else:
+            size += len(entities) * ENTITY_BYTES
+        return cls(keys, texts, entities, size, newest_first)
 
 
 @dataclass
@@ -89,9 +131,7 @@ class RowStore:
         """False when the budget is 0: every request asks DuckDB."""
         return self.budget_bytes > 0
 
-    def entity_rows(
-        self, key: EntityKey, load: Callable[[], Iterable[dict[str, Any]]]
-    ) -> EntityRows:
+    def entity_rows(self, key: EntityKey, load: Callable[[], EntityRows]) -> EntityRows:
         """The entity's rows, loaded with ``load`` (every row of the entity in order) when the
         store does not hold them. Two requests loading the same entity at once both load it;
         either result is the same rows, so the second simply replaces the first."""
@@ -101,7 +141,7 @@ class RowStore:
                 self._entries.move_to_end(key)
                 self.stats.hits += 1
                 return held
-        loaded = EntityRows.of(load())
+        loaded = load()
         with self._lock:
             self.stats.loads += 1
             if loaded.size > self.budget_bytes:

@@ -3,19 +3,24 @@
 Also the shared pieces of the holdings endpoints (``manager_holdings`` uses them): the coverage
 check behind the spec's 503 and the page query over ``institutional_holdings``, whose SQL is
 built once per shape of request (number of securities, whether of one manager, of one quarter,
-superseded reports or not): building it with sqlglot cost more than DuckDB's query.
+superseded reports or not): building it with sqlglot cost more than DuckDB's query. One
+security's positions, and one manager's, are answered from its positions kept serialised in
+memory (``api/memory_pages.py``), loaded with that same SQL, every quarter, once per version and
+shape.
 """
 
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlglot import exp
 
 from findata.api.calls import EndpointAnswer, EndpointCall, ordered_page_of_sql, paged
 from findata.api.errors import ApiError
-from findata.api.query import column, order_by, slot
+from findata.api.memory_pages import page_from_memory
+from findata.api.query import column, fetch_dicts_of_sql, order_by, slot
 from findata.contracts.endpoints import OrderTerm
 
 HOLDINGS = "institutional_holdings"
@@ -50,51 +55,108 @@ def page_of_positions(
     in contract order, each row labelled with its manager's name; only the managers' current
     reports unless ``include_superseded``."""
     quarter = call.params.get("quarter")
+    shape = Shape(
+        fields=tuple(call.contract.fields.identity),
+        securities=securities,
+        of_manager=of_manager,
+        of_quarter=quarter is not None,
+        include_superseded=bool(call.params.get("include_superseded")),
+        order=tuple(call.contract.order),
+    )
+    held_by = _held_by(call, shape)
+    if held_by is not None:
+        # one security's (or one manager's) every position of this shape, each quarter
+        positions = replace(shape, of_quarter=False)
+        load = functools.partial(_positions_of, call, positions, held_by)
+        return page_from_memory(
+            call,
+            f"{HOLDINGS}/{held_by}",
+            positions,
+            [values[held_by]],
+            load,
+            (quarter, quarter),
+            date_field="report_date",
+            newest_first=True,
+        )
     if quarter is not None:
         values = {**values, "quarter": quarter}
-    sql = _positions_sql(
-        tuple(call.contract.fields.identity),
-        securities,
-        of_manager,
-        quarter is not None,
-        bool(call.params.get("include_superseded")),
-        tuple(call.contract.order),
-    )
-    return ordered_page_of_sql(call, sql, values)
+    return ordered_page_of_sql(call, _positions_sql(shape), values)
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What the SQL of a page of positions depends on (its values are bound per request)."""
+
+    fields: tuple[str, ...]
+    #: in the securities of this many ``security_<n>`` slots (None: in any)
+    securities: int | None
+    #: of the manager of the ``manager_id`` slot
+    of_manager: bool
+    of_quarter: bool
+    include_superseded: bool
+    order: tuple[OrderTerm, ...]
+
+
+def _held_by(call: EndpointCall, shape: Shape) -> str | None:
+    """The slot naming the one entity whose positions the row store answers this request from
+    (``security_0``: one security's, ``manager_id``: one manager's, of every security), or
+    None when DuckDB is asked (the store off; several securities; a security's positions of one
+    manager). Both endpoints order positions newest quarter first."""
+    if not call.row_store.enabled or not (
+        shape.order[0].column == "report_date" and shape.order[0].descending
+    ):
+        return None
+    if shape.securities == 1 and not shape.of_manager:
+        return "security_0"
+    if shape.securities is None and shape.of_manager:
+        return "manager_id"
+    return None
+
+
+def _positions_of(
+    call: EndpointCall, positions: Shape, slot_name: str, entity_id: int
+) -> list[dict[str, Any]]:
+    """Every position of one security or one manager (``slot_name``) of the ``positions``
+    shape in the contract's order: what the row store keeps."""
+    return fetch_dicts_of_sql(call.data, _unpaged_sql(positions), {slot_name: entity_id})
 
 
 @functools.lru_cache(maxsize=256)
-def _positions_sql(
-    fields: tuple[str, ...],
-    securities: int | None,
-    of_manager: bool,
-    of_quarter: bool,
-    include_superseded: bool,
-    order: tuple[OrderTerm, ...],
-) -> str:
-    """The SQL of one page of positions of a request of this shape, built once."""
+def _positions_sql(shape: Shape) -> str:
+    """The SQL of one page of positions of a request of ``shape``, built once."""
+    return paged(_ordered_query(shape))
+
+
+@functools.lru_cache(maxsize=64)
+def _unpaged_sql(shape: Shape) -> str:
+    """The SQL of every position of a request of ``shape``, built once."""
+    return _ordered_query(shape).sql(dialect="duckdb")
+
+
+def _ordered_query(shape: Shape) -> exp.Select:
+    """The positions of a request of ``shape`` in the contract's order."""
     conditions: list[exp.Expression] = []
-    if securities is not None:
-        slots = [slot(f"security_{n}") for n in range(securities)]
+    if shape.securities is not None:
+        slots = [slot(f"security_{n}") for n in range(shape.securities)]
         conditions.append(column("entity_id", "h").isin(*slots) if slots else exp.false())
-    if of_manager:
+    if shape.of_manager:
         conditions.append(column("manager_id", "h").eq(slot("manager_id")))
-    if of_quarter:
+    if shape.of_quarter:
         conditions.append(column("report_date", "h").eq(slot("quarter")))
-    if not include_superseded:
+    if not shape.include_superseded:
         conditions.append(column("is_current", "h"))
     selected = [
         exp.alias_(column("manager_name", "m"), "manager_name")
         if name == "manager_name"
         else column(name, "h")
-        for name in fields
+        for name in shape.fields
     ]
-    return paged(
+    return (
         exp.select(*selected)
         .from_(exp.alias_(exp.to_table(HOLDINGS), "h"))
         .join("managers AS m", on="m.manager_id = h.manager_id", join_type="left")
         .where(*conditions)
-        .order_by(*order_by(order, "h"))
+        .order_by(*order_by(shape.order, "h"))
     )
 
 

@@ -9,12 +9,10 @@ window's edge holds only the days inside it): they are asked of DuckDB every tim
 
 from __future__ import annotations
 
-import datetime as dt
 import functools
 from dataclasses import dataclass, replace
 from typing import Any
 
-import orjson
 import sqlglot
 from sqlglot import exp
 
@@ -22,9 +20,9 @@ from findata.api.calls import (
     EndpointAnswer,
     EndpointCall,
     ordered_page_of_sql,
-    page_answer,
     paged,
 )
+from findata.api.memory_pages import page_from_memory
 from findata.api.query import column, fetch_dicts_of_sql, order_by, slot
 from findata.contracts.endpoints import OrderTerm
 
@@ -85,7 +83,12 @@ def handle(call: EndpointCall) -> EndpointAnswer:
         has_end=end is not None,
     )
     if _answered_from_memory(call, shape):
-        return _page_from_memory(call, shape, entity_ids, start, end)
+        # one security's whole history of the request's row shape: the entry's load and its key
+        history = replace(shape, securities=1, has_start=False, has_end=False)
+        load = functools.partial(_security_history, call, history)
+        return page_from_memory(
+            call, "prices", history, entity_ids, load, (start, end), date_field="date"
+        )
     values: dict[str, Any] = {f"entity_{n}": e for n, e in enumerate(entity_ids)}
     if start is not None:
         values["start"] = start
@@ -102,38 +105,6 @@ def _answered_from_memory(call: EndpointCall, shape: Shape) -> bool:
         and shape.interval is None
         and [term.column for term in call.contract.order] == ["entity_id", "date"]
     )
-
-
-def _page_from_memory(
-    call: EndpointCall,
-    shape: Shape,
-    entity_ids: list[int],
-    start: dt.date | None,
-    end: dt.date | None,
-) -> EndpointAnswer:
-    """The page of the window's rows, security after security (the contract's order), from
-    the row store: the same rows, values and order as the SQL path."""
-    assert call.page is not None
-    # one security's whole history of the request's row shape: the entry's load and its key
-    history = replace(shape, securities=1, has_start=False, has_end=False)
-    rows: list[orjson.Fragment] = []
-    served: list[int] = []
-    first, last = call.page.offset, call.page.offset + call.page.limit  # this page's positions
-    for entity_id in entity_ids:
-        held = call.row_store.entity_rows(
-            (call.version.label, "prices", entity_id, history),
-            functools.partial(_security_history, call, history, entity_id),
-        )
-        window = held.between(start, end)
-        if window and len(rows) < last and len(rows) + len(window) > first:
-            served.append(entity_id)
-        rows += window
-        if len(rows) > last:
-            break  # one row past the page is all the paging needs
-    page, following = rows[first:last], rows[last] if len(rows) > last else None
-    answer = page_answer(call, page, following)
-    answer.entity_ids = served
-    return answer
 
 
 def _security_history(call: EndpointCall, history: Shape, entity_id: int) -> list[dict[str, Any]]:

@@ -40,7 +40,7 @@ def get(api: RunningApi, key: str | None, path: str, **params: Any) -> httpx.Res
 def every_page_as_sent(
     api: RunningApi, key: str, path: str, params: dict[str, Any]
 ) -> list[tuple[int, dict[str, str], bytes]]:
-    """Every page of a request (following ``meta.next_cursor``) as the server sent it: status,
+    """Every page of a request (following its ``next_cursor``) as the server sent it: status,
     headers (but ``MOMENT_HEADERS``), body bytes; for comparing two servers' answers."""
     pages: list[tuple[int, dict[str, str], bytes]] = []
     cursor = None
@@ -50,7 +50,8 @@ def every_page_as_sent(
         pages.append((response.status_code, headers, response.content))
         if response.status_code != 200:
             break
-        cursor = (response.json().get("meta") or {}).get("next_cursor")
+        body = response.json()  # the cursor is top-level or in meta, by endpoint
+        cursor = body.get("next_cursor") or (body.get("meta") or {}).get("next_cursor")
         if cursor is None:
             break
     return pages

@@ -1,7 +1,8 @@
-"""``/v1/prices`` answered from the row store (``api/row_store.py``) is byte for byte the answer
-of the SQL path: the session's server (row store on, the default) and a second server on the
-same published home with the store off, and a third with a budget so small that it evicts on
-almost every request, are asked the same requests over real HTTP."""
+"""Answers from the row store (``api/row_store.py``, ``api/memory_pages.py``: prices, insiders,
+holdings, manager holdings) are byte for byte the answers of the SQL path: the session's server
+(row store on, the default) and a second server on the same published home with the store off,
+and a third with a budget so small that it evicts on almost every request, are asked the same
+requests over real HTTP, every page."""
 
 from __future__ import annotations
 
@@ -103,6 +104,66 @@ def test_store_answers_exactly_as_the_sql_path(
     assert api_without_store.app.state.published.row_store.stats.loads == 0
 
 
+def _dated_requests(scenarios: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """Insiders and holdings requests the store answers (one company, one security, one
+    manager; any window, flags and page size), and some it leaves to DuckDB (several companies,
+    a security's positions of one manager, an issuer's securities)."""
+    insider, plain = scenarios["insiders"]["ticker"], scenarios["plain"]["ticker"]
+    holdings = scenarios["holdings"]
+    manager, quarters = holdings["manager_id"], holdings["quarters"]
+    amended = scenarios["holdings_amendments"]["restatement"]["report_date"]
+    window = {"start": before_as_of(scenarios, 700), "end": before_as_of(scenarios, 30)}
+    return [
+        (f"/v1/insiders/{insider}", {}),
+        (f"/v1/insiders/{insider}", {**window, "limit": 3}),
+        (f"/v1/insiders/{insider}", {"end": window["start"], "limit": 4}),
+        (f"/v1/insiders/{insider}", {"start": "2999-01-01"}),
+        (f"/v1/insiders/{insider}", {"include_amendments": "false", "limit": 5}),
+        (f"/v1/insiders/{insider}", {"include_derivatives": "false", **window}),
+        (f"/v1/insiders/{insider}", {"include_uncoded": "true", "limit": 6}),
+        (f"/v1/insiders/{insider},{plain}", {"limit": 5}),
+        (f"/v1/holdings/{holdings['ticker']}", {}),
+        (f"/v1/holdings/{holdings['ticker']}", {"limit": 4}),
+        (f"/v1/holdings/{holdings['ticker']}", {"quarter": quarters[-1], "limit": 3}),
+        (f"/v1/holdings/{holdings['ticker']}", {"quarter": amended, "include_superseded": "true"}),
+        (f"/v1/holdings/{holdings['ticker']}", {"quarter": "1999-03-31"}),
+        (f"/v1/holdings/{holdings['ticker']}", {"manager_id": str(manager), "limit": 2}),
+        (f"/v1/managers/{manager}/holdings", {"limit": 7}),
+        (f"/v1/managers/{manager}/holdings", {"quarter": amended, "limit": 5}),
+        (f"/v1/managers/{manager}/holdings", {"quarter": amended, "include_superseded": "true"}),
+        (f"/v1/managers/{manager}/holdings", {"quarter": quarters[0]}),
+    ]
+
+
+def test_insiders_and_holdings_from_the_store_answer_exactly_as_the_sql_path(
+    api: RunningApi,
+    api_without_store: RunningApi,
+    api_tiny_store: RunningApi,
+    scenarios: dict[str, Any],
+) -> None:
+    servers = [api, api_without_store, api_tiny_store]
+    keys = [server.new_key("pro").key for server in servers]
+    store = api.app.state.published.row_store
+    loads = store.stats.loads
+    for path, params in _dated_requests(scenarios):
+        answers = [
+            every_page_as_sent(server, key, path, params)
+            for server, key in zip(servers, keys, strict=True)
+        ]
+        assert answers[0][0][0] == 200, (path, params, answers[0][0])
+        assert answers[0] == answers[1], (path, params)
+        assert answers[2] == answers[1], (path, params)
+    # the entity's rows, each shape loaded once: the store answered these
+    assert store.stats.loads > loads
+    # an issuer entity_id (its securities) is asked of DuckDB, and still answers the same
+    issuer = scenarios["share_classes"]["issuer_entity_id"]
+    first, second = (
+        every_page_as_sent(server, key, "/v1/holdings", {"entity_id": str(issuer)})
+        for server, key in zip(servers[:2], keys[:2], strict=True)
+    )
+    assert first == second
+
+
 def test_a_field_list_or_the_split_adjustment_has_entries_of_its_own(
     api: RunningApi, scenarios: dict[str, Any]
 ) -> None:
@@ -162,6 +223,24 @@ def test_entity_rows_window_is_inclusive_at_both_ends() -> None:
     assert orjson.loads(as_text) == orjson.loads(orjson.dumps(_rows(1, 10)))
 
 
+def test_newest_first_rows_window_the_same_way() -> None:
+    oldest_first = _rows(1, 10)
+    held = EntityRows.of(reversed(oldest_first), newest_first=True)
+    window = held.between(dt.date(2026, 1, 3), dt.date(2026, 1, 5))
+    assert [orjson.loads(orjson.dumps(row))["date"] for row in window] == [
+        "2026-01-05",
+        "2026-01-04",
+        "2026-01-03",
+    ]
+    assert held.between(None, dt.date(2026, 1, 1)) == held.rows[-1:]
+    assert held.between(dt.date(2026, 1, 10), None) == held.rows[:1]
+    assert held.between(dt.date(2026, 1, 5), dt.date(2026, 1, 4)) == []
+    assert held.entities_at(held.window(None, None)) == {1}
+    # one manager's positions, say: rows of several securities
+    mixed = EntityRows.of([*_rows(1, 2), {"entity_id": 2, "date": dt.date(2026, 1, 3)}])
+    assert mixed.entities_at(range(1, 3)) == {1, 2} and mixed.entities_at(range(0, 2)) == {1}
+
+
 def test_store_keeps_within_its_budget_least_recently_used_out() -> None:
     one = EntityRows.of(_rows(1, 50)).size
     store = RowStore(budget_bytes=one * 3)
@@ -169,7 +248,7 @@ def test_store_keeps_within_its_budget_least_recently_used_out() -> None:
 
     def load(entity: int) -> Any:
         next(loads)
-        return lambda: _rows(entity, 50)
+        return lambda: EntityRows.of(_rows(entity, 50))
 
     for entity in (1, 2, 3):
         store.entity_rows(("v1", "prices", entity, "all"), load(entity))
