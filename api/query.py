@@ -10,9 +10,17 @@ from typing import Any
 
 import duckdb
 from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect
 
 from findata.api.time_limits import run_query
 from findata.contracts.endpoints import OrderTerm
+
+# Load sqlglot's DuckDB dialect now, while the app is made, not in the first request threads:
+# sqlglot registers a dialect class before it sets the class's generator, so a thread that asks
+# for "duckdb" while another is still importing it gets the default generator (``:name``
+# placeholders, which DuckDB cannot parse), and the SQL built once per shape kept that text
+# (500s on one worker's first concurrent requests, seen under test_quota_concurrency).
+DUCKDB = Dialect.get_or_raise("duckdb")
 
 
 class Binder:
