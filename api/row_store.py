@@ -22,7 +22,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import orjson
 
@@ -35,6 +35,18 @@ ENTITY_BYTES = 40
 
 #: version label, dataset, entity id, the rows' shape (what they hold, apart from the window)
 EntityKey = tuple[str, str, int, Hashable]
+
+
+class Entry(Protocol):
+    """What the store keeps for one key: anything that says its size."""
+
+    @property
+    def size(self) -> int:
+        """Bytes the entry holds, about."""
+        ...
+
+
+Held = TypeVar("Held", bound=Entry)
 
 
 @dataclass(frozen=True)
@@ -122,7 +134,7 @@ class RowStore:
 
     def __init__(self, budget_bytes: int) -> None:
         self.budget_bytes = budget_bytes
-        self._entries: OrderedDict[EntityKey, EntityRows] = OrderedDict()
+        self._entries: OrderedDict[EntityKey, Entry] = OrderedDict()
         self._lock = threading.Lock()
         self.stats = RowStoreStats()
 
@@ -131,16 +143,17 @@ class RowStore:
         """False when the budget is 0: every request asks DuckDB."""
         return self.budget_bytes > 0
 
-    def entity_rows(self, key: EntityKey, load: Callable[[], EntityRows]) -> EntityRows:
-        """The entity's rows, loaded with ``load`` (every row of the entity in order) when the
-        store does not hold them. Two requests loading the same entity at once both load it;
-        either result is the same rows, so the second simply replaces the first."""
+    def entity_rows(self, key: EntityKey, load: Callable[[], Held]) -> Held:
+        """The entity's rows (``EntityRows``, or an endpoint's own kind of entry), loaded with
+        ``load`` (every row of the entity in order) when the store does not hold them. Two
+        requests loading the same entity at once both load it; either result is the same rows,
+        so the second simply replaces the first."""
         with self._lock:
             held = self._entries.get(key)
             if held is not None:
                 self._entries.move_to_end(key)
                 self.stats.hits += 1
-                return held
+                return held  # type: ignore[return-value]  # a key's entries are of one kind
         loaded = load()
         with self._lock:
             self.stats.loads += 1

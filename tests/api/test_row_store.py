@@ -1,8 +1,8 @@
 """Answers from the row store (``api/row_store.py``, ``api/memory_pages.py``: prices, insiders,
-holdings, manager holdings) are byte for byte the answers of the SQL path: the session's server
-(row store on, the default) and a second server on the same published home with the store off,
-and a third with a budget so small that it evicts on almost every request, are asked the same
-requests over real HTTP, every page."""
+holdings, manager holdings; fundamentals' own entries) are byte for byte the answers of the SQL
+path: the session's server (row store on, the default) and a second server on the same published
+home with the store off, and a third with a budget so small that it evicts on almost every
+request, are asked the same requests over real HTTP, every page."""
 
 from __future__ import annotations
 
@@ -27,6 +27,14 @@ def _served_with_store(published_home: Path, row_store_mb: float) -> Iterator[Ru
     app = create_app(Settings(home=published_home, row_store_mb=row_store_mb), clock)
     with serve(app, clock) as running:
         yield running
+
+
+@pytest.fixture(scope="module")
+def api_with_store(published_home: Path) -> Iterator[RunningApi]:
+    """The API with the row store on (the default budget), of this module alone: the session's
+    server may hold cached answers of the same URLs from other tests, which differ in their
+    usage headers (a cache hit counts no rows)."""
+    yield from _served_with_store(published_home, Settings.model_fields["row_store_mb"].default)
 
 
 @pytest.fixture(scope="module")
@@ -77,13 +85,13 @@ def _requests(scenarios: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
 
 @pytest.mark.parametrize("plan", ["redistribution", "free"])
 def test_store_answers_exactly_as_the_sql_path(
-    api: RunningApi,
+    api_with_store: RunningApi,
     api_without_store: RunningApi,
     api_tiny_store: RunningApi,
     scenarios: dict[str, Any],
     plan: str,
 ) -> None:
-    servers = [api, api_without_store, api_tiny_store]
+    servers = [api_with_store, api_without_store, api_tiny_store]
     # an account of its own on each server: the usage headers count the same requests
     keys = [server.new_key(plan).key for server in servers]
     asked = 0
@@ -98,7 +106,7 @@ def test_store_answers_exactly_as_the_sql_path(
         assert answers[2] == answers[1], (path, params)
         asked += 1
     assert asked >= 10
-    store = api.app.state.published.row_store
+    store = api_with_store.app.state.published.row_store
     assert store.stats.hits > 0 and store.stats.entries > 0
     assert api_tiny_store.app.state.published.row_store.stats.evictions > 0
     assert api_without_store.app.state.published.row_store.stats.loads == 0
@@ -136,14 +144,14 @@ def _dated_requests(scenarios: dict[str, Any]) -> list[tuple[str, dict[str, Any]
 
 
 def test_insiders_and_holdings_from_the_store_answer_exactly_as_the_sql_path(
-    api: RunningApi,
+    api_with_store: RunningApi,
     api_without_store: RunningApi,
     api_tiny_store: RunningApi,
     scenarios: dict[str, Any],
 ) -> None:
-    servers = [api, api_without_store, api_tiny_store]
+    servers = [api_with_store, api_without_store, api_tiny_store]
     keys = [server.new_key("pro").key for server in servers]
-    store = api.app.state.published.row_store
+    store = api_with_store.app.state.published.row_store
     loads = store.stats.loads
     for path, params in _dated_requests(scenarios):
         answers = [
@@ -164,42 +172,98 @@ def test_insiders_and_holdings_from_the_store_answer_exactly_as_the_sql_path(
     assert first == second
 
 
+def _statement_requests(scenarios: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """Fundamentals requests the store answers (one company: any window, period, view, field
+    list, page size, and ``as_of`` on each side of a restatement's days), and one it leaves to
+    DuckDB (two companies)."""
+    restated = scenarios["restatement"]
+    path = f"/v1/fundamentals/{restated['ticker']}"
+    first, again = (dt.date.fromisoformat(restated[k]) for k in ("first_known", "restated_known"))
+    days = [first - dt.timedelta(days=1), first, again - dt.timedelta(days=1), again]
+    period = {"start": restated["period_end"], "end": restated["period_end"]}
+    asked: list[tuple[str, dict[str, Any]]] = [
+        (path, {}),
+        (path, {"limit": 5}),
+        (path, {"view": "as_reported", "limit": 3}),
+        (path, {"period": "quarterly", "start": "2020-01-01", "limit": 4}),
+        (path, {"period": "annual", "fields": "revenue,eps_diluted"}),
+        (path, {"end": "1990-01-01"}),
+        (f"{path},{scenarios['plain']['ticker']}", {"as_of": days[2].isoformat(), "limit": 9}),
+    ]
+    for day in days:
+        asked += [
+            (path, {"as_of": day.isoformat(), "limit": 6}),
+            (path, {"as_of": day.isoformat(), "view": "as_reported", **period}),
+            (path, {"as_of": day.isoformat(), "view": "as_reported", "limit": 2}),
+            (path, {"as_of": day.isoformat(), "period": "quarterly", "fields": "net_income"}),
+        ]
+    return asked
+
+
+def test_fundamentals_from_the_store_answer_exactly_as_the_sql_path(
+    api_with_store: RunningApi,
+    api_without_store: RunningApi,
+    api_tiny_store: RunningApi,
+    scenarios: dict[str, Any],
+) -> None:
+    servers = [api_with_store, api_without_store, api_tiny_store]
+    keys = [server.new_key("pro").key for server in servers]
+    store = api_with_store.app.state.published.row_store
+    loads = store.stats.loads
+    superseded_shown = 0
+    for path, params in _statement_requests(scenarios):
+        answers = [
+            every_page_as_sent(server, key, path, params)
+            for server, key in zip(servers, keys, strict=True)
+        ]
+        assert answers[0][0][0] == 200, (path, params, answers[0][0])
+        assert answers[0] == answers[1], (path, params)
+        assert answers[2] == answers[1], (path, params)
+        superseded_shown += sum(
+            row["superseded_on"] is not None
+            for _, _, body in answers[0]
+            for row in orjson.loads(body)["data"]
+        )
+    assert store.stats.loads > loads
+    assert superseded_shown > 0  # the requests reached rows whose superseding was known
+
+
 def test_a_field_list_or_the_split_adjustment_has_entries_of_its_own(
-    api: RunningApi, scenarios: dict[str, Any]
+    api_with_store: RunningApi, scenarios: dict[str, Any]
 ) -> None:
     """Rows of another shape are another entry (loaded once, then hit); rows of the same
     shape are the same entry whatever the window."""
-    key = api.new_key("pro").key
+    key = api_with_store.new_key("pro").key
     ticker = scenarios["split"]["ticker"]
-    store = api.app.state.published.row_store
+    store = api_with_store.app.state.published.row_store
     # shapes no other test of the session's server asks for: each is loaded here first
     for params in ({"fields": "low,dividend"}, {"adjust": "split", "fields": "high,market_cap"}):
         loads = store.stats.loads
-        get(api, key, f"/v1/prices/{ticker}", **params)
+        get(api_with_store, key, f"/v1/prices/{ticker}", **params)
         assert store.stats.loads == loads + 1, params
         hits = store.stats.hits
-        response = get(api, key, f"/v1/prices/{ticker}", **params, start="2000-01-01")
+        response = get(api_with_store, key, f"/v1/prices/{ticker}", **params, start="2000-01-01")
         assert response.status_code == 200
         assert (store.stats.loads, store.stats.hits) == (loads + 1, hits + 1), params
 
 
 def test_aggregated_rows_are_answered_by_sql(
-    api_without_store: RunningApi, api: RunningApi, scenarios: dict[str, Any]
+    api_without_store: RunningApi, api_with_store: RunningApi, scenarios: dict[str, Any]
 ) -> None:
     """An interval's buckets depend on the window (the first and last hold only its days):
     those go to DuckDB (and still equal the store-off server's answers)."""
-    keys = [server.new_key("pro").key for server in (api, api_without_store)]
+    keys = [server.new_key("pro").key for server in (api_with_store, api_without_store)]
     ticker = scenarios["split"]["ticker"]
-    loads_before = api.app.state.published.row_store.stats.loads
-    hits_before = api.app.state.published.row_store.stats.hits
+    loads_before = api_with_store.app.state.published.row_store.stats.loads
+    hits_before = api_with_store.app.state.published.row_store.stats.hits
     window = {"start": before_as_of(scenarios, 200), "end": before_as_of(scenarios, 20)}
     for params in ({"interval": "1w"}, {"interval": "1mo", **window}, {"interval": "3d"}):
         first, second = (
             every_page_as_sent(server, key, f"/v1/prices/{ticker}", params)
-            for server, key in zip((api, api_without_store), keys, strict=True)
+            for server, key in zip((api_with_store, api_without_store), keys, strict=True)
         )
         assert first == second and first[0][0] == 200
-    stats = api.app.state.published.row_store.stats
+    stats = api_with_store.app.state.published.row_store.stats
     assert (stats.loads, stats.hits) == (loads_before, hits_before)
 
 
