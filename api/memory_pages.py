@@ -33,18 +33,21 @@ def page_from_memory(
     *,
     date_field: str,
     newest_first: bool = False,
-) -> EndpointAnswer:
+) -> EndpointAnswer | None:
     """The page of the rows of ``entity_ids`` (in that order) dated within ``window`` (both
     ends inclusive, None: unbounded). ``load(entity_id)`` returns every row of one entity of
-    this ``shape`` in the contract's order; ``dataset`` and ``shape`` name its store entry."""
+    this ``shape`` in the contract's order; ``dataset`` and ``shape`` name its store entry.
+    None when an entity's rows are too large for the store: the caller asks DuckDB."""
     assert call.page is not None
+    keys = [(call.version.label, dataset, entity_id, shape) for entity_id in entity_ids]
+    if any(call.row_store.too_large(key) for key in keys):
+        return None
     rows: list[orjson.Fragment] = []
     served: set[int] = set()
     first, last = call.page.offset, call.page.offset + call.page.limit  # this page's positions
-    for entity_id in entity_ids:
+    for key, entity_id in zip(keys, entity_ids, strict=True):
         held = call.row_store.entity_rows(
-            (call.version.label, dataset, entity_id, shape),
-            functools.partial(_entry, load, entity_id, date_field, newest_first),
+            key, functools.partial(_entry, load, entity_id, date_field, newest_first)
         )
         dated = held.window(*window)
         # the part of this entity's rows that falls on the page

@@ -32,6 +32,8 @@ from findata.api.responses import json_bytes
 ROW_OVERHEAD_BYTES = 120
 #: what a row's own entity id costs, kept when an entry's rows are of several entities
 ENTITY_BYTES = 40
+#: keys remembered as larger than the budget, at most (the least recent forgotten first)
+TOO_LARGE_KEYS = 4096
 
 #: version label, dataset, entity id, the rows' shape (what they hold, apart from the window)
 EntityKey = tuple[str, str, int, Hashable]
@@ -135,6 +137,8 @@ class RowStore:
     def __init__(self, budget_bytes: int) -> None:
         self.budget_bytes = budget_bytes
         self._entries: OrderedDict[EntityKey, Entry] = OrderedDict()
+        #: keys whose rows took more than the whole budget (answered by DuckDB from then on)
+        self._too_large: OrderedDict[EntityKey, None] = OrderedDict()
         self._lock = threading.Lock()
         self.stats = RowStoreStats()
 
@@ -142,6 +146,13 @@ class RowStore:
     def enabled(self) -> bool:
         """False when the budget is 0: every request asks DuckDB."""
         return self.budget_bytes > 0
+
+    def too_large(self, key: EntityKey) -> bool:
+        """True when the rows of ``key`` were loaded once and took more than the whole budget:
+        the caller asks DuckDB for the request's page instead (loading every row again for
+        each request would cost more)."""
+        with self._lock:
+            return key in self._too_large
 
     def entity_rows(self, key: EntityKey, load: Callable[[], Held]) -> Held:
         """The entity's rows (``EntityRows``, or an endpoint's own kind of entry), loaded with
@@ -158,7 +169,11 @@ class RowStore:
         with self._lock:
             self.stats.loads += 1
             if loaded.size > self.budget_bytes:
-                return loaded  # larger than the whole budget: served, not kept
+                # larger than the whole budget: served, not kept, and remembered as such
+                self._too_large[key] = None
+                if len(self._too_large) > TOO_LARGE_KEYS:
+                    self._too_large.popitem(last=False)
+                return loaded
             replaced = self._entries.pop(key, None)
             if replaced is not None:
                 self.stats.bytes -= replaced.size
@@ -176,4 +191,6 @@ class RowStore:
         with self._lock:
             for key in [key for key in self._entries if key[0] == label]:
                 self.stats.bytes -= self._entries.pop(key).size
+            for key in [key for key in self._too_large if key[0] == label]:
+                del self._too_large[key]
             self.stats.entries = len(self._entries)

@@ -72,7 +72,9 @@ def handle(call: EndpointCall) -> EndpointAnswer:
         as_reported=call.params.get("view") == "as_reported",
     )
     if _answered_from_memory(call, shape):
-        return _page_from_memory(call, shape, issuers[0], (start, end), period, as_of)
+        answer = _page_from_memory(call, shape, issuers[0], (start, end), period, as_of)
+        if answer is not None:
+            return answer
     values: dict[str, Any] = {f"issuer_{n}": issuer for n, issuer in enumerate(issuers)}
     bound = {"start": start, "end": end, "period": period if shape.by_period else None}
     values.update({name: value for name, value in bound.items() if value is not None})
@@ -128,17 +130,20 @@ def _page_from_memory(
     window: tuple[dt.date | None, dt.date | None],
     period: str | None,
     as_of: dt.date | None,
-) -> EndpointAnswer:
+) -> EndpointAnswer | None:
     """The page the SQL path answers, from the company's statements kept in memory: the rows
     of the window (period_end), of ``period`` (when it filters), known on ``as_of`` as
-    ``_known`` says, each with ``superseded_on`` as ``_source`` shows it."""
+    ``_known`` says, each with ``superseded_on`` as ``_source`` shows it. None when the
+    company's rows are too large for the store: the caller asks DuckDB."""
     assert call.page is not None
     every_row = replace(
         shape, has_start=False, has_end=False, by_period=False, has_as_of=False, as_reported=True
     )
+    key = (call.version.label, "fundamentals", issuer, every_row)
+    if call.row_store.too_large(key):
+        return None
     held = call.row_store.entity_rows(
-        (call.version.label, "fundamentals", issuer, every_row),
-        functools.partial(_company_statements, call, every_row, issuer),
+        key, functools.partial(_company_statements, call, every_row, issuer)
     )
     start, end = window
     low = 0 if start is None else bisect.bisect_left(held.period_days, start.toordinal())

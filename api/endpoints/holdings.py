@@ -5,14 +5,15 @@ check behind the spec's 503 and the page query over ``institutional_holdings``, 
 built once per shape of request (number of securities, whether of one manager, of one quarter,
 superseded reports or not): building it with sqlglot cost more than DuckDB's query. One
 security's positions, and one manager's, are answered from its positions kept serialised in
-memory (``api/memory_pages.py``), loaded with that same SQL, every quarter, once per version and
-shape.
+memory (``api/memory_pages.py``), loaded with that same SQL less the page, once per version,
+shape and quarter.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from sqlglot import exp
@@ -63,23 +64,25 @@ def page_of_positions(
         include_superseded=bool(call.params.get("include_superseded")),
         order=tuple(call.contract.order),
     )
+    if quarter is not None:
+        values = {**values, "quarter": quarter}
     held_by = _held_by(call, shape)
     if held_by is not None:
-        # one security's (or one manager's) every position of this shape, each quarter
-        positions = replace(shape, of_quarter=False)
-        load = functools.partial(_positions_of, call, positions, held_by)
-        return page_from_memory(
+        # one security's (or one manager's) every position of this shape and quarter (every
+        # quarter when none is asked): an entry per quarter keeps a large holder's bounded
+        load = functools.partial(_positions_of, call, shape, held_by, quarter)
+        answer = page_from_memory(
             call,
             f"{HOLDINGS}/{held_by}",
-            positions,
+            (shape, quarter),
             [values[held_by]],
             load,
-            (quarter, quarter),
+            (None, None),
             date_field="report_date",
             newest_first=True,
         )
-    if quarter is not None:
-        values = {**values, "quarter": quarter}
+        if answer is not None:
+            return answer
     return ordered_page_of_sql(call, _positions_sql(shape), values)
 
 
@@ -114,11 +117,19 @@ def _held_by(call: EndpointCall, shape: Shape) -> str | None:
 
 
 def _positions_of(
-    call: EndpointCall, positions: Shape, slot_name: str, entity_id: int
+    call: EndpointCall,
+    positions: Shape,
+    slot_name: str,
+    quarter: dt.date | None,
+    entity_id: int,
 ) -> list[dict[str, Any]]:
     """Every position of one security or one manager (``slot_name``) of the ``positions``
-    shape in the contract's order: what the row store keeps."""
-    return fetch_dicts_of_sql(call.data, _unpaged_sql(positions), {slot_name: entity_id})
+    shape (of ``quarter``, when one is asked) in the contract's order: what the row store
+    keeps."""
+    values: dict[str, Any] = {slot_name: entity_id}
+    if quarter is not None:
+        values["quarter"] = quarter
+    return fetch_dicts_of_sql(call.data, _unpaged_sql(positions), values)
 
 
 @functools.lru_cache(maxsize=256)

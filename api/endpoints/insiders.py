@@ -38,6 +38,7 @@ def handle(call: EndpointCall) -> EndpointAnswer:
         include_uncoded=bool(call.params.get("include_uncoded")),
         order=tuple(call.contract.order),
     )
+    answer = None
     if _answered_from_memory(call, shape):
         # one company's every line of the request's shape: the entry's load and its key
         lines = replace(shape, issuers=1, bounds=(False, False))
@@ -52,7 +53,7 @@ def handle(call: EndpointCall) -> EndpointAnswer:
             date_field="transaction_date",
             newest_first=True,
         )
-    else:
+    if answer is None:
         values: dict[str, Any] = {f"issuer_{n}": issuer for n, issuer in enumerate(issuers)}
         values.update({name: day for name, day in (("start", start), ("end", end)) if day})
         answer = ordered_page_of_sql(call, _sql(shape), values)

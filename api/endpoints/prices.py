@@ -86,9 +86,11 @@ def handle(call: EndpointCall) -> EndpointAnswer:
         # one security's whole history of the request's row shape: the entry's load and its key
         history = replace(shape, securities=1, has_start=False, has_end=False)
         load = functools.partial(_security_history, call, history)
-        return page_from_memory(
+        answer = page_from_memory(
             call, "prices", history, entity_ids, load, (start, end), date_field="date"
         )
+        if answer is not None:
+            return answer
     values: dict[str, Any] = {f"entity_{n}": e for n, e in enumerate(entity_ids)}
     if start is not None:
         values["start"] = start

@@ -6,6 +6,7 @@ request, are asked the same requests over real HTTP, every page."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import itertools
 from collections.abc import Iterator
@@ -228,6 +229,33 @@ def test_fundamentals_from_the_store_answer_exactly_as_the_sql_path(
     assert superseded_shown > 0  # the requests reached rows whose superseding was known
 
 
+def test_rows_larger_than_the_budget_are_served_then_asked_of_duckdb(
+    published_home: Path, api_without_store: RunningApi, scenarios: dict[str, Any]
+) -> None:
+    """A store smaller than any entity's rows: the first request of each serves the rows it
+    loaded (not kept), the next ones go to DuckDB; every answer the store-off server's."""
+    asked = [
+        _requests(scenarios)[0],
+        _dated_requests(scenarios)[0],
+        _dated_requests(scenarios)[8],
+        _dated_requests(scenarios)[14],
+        _statement_requests(scenarios)[1],
+    ]
+    with contextlib.contextmanager(_served_with_store)(published_home, 0.001) as small:
+        servers = [small, api_without_store]
+        keys = [server.new_key("pro").key for server in servers]
+        store = small.app.state.published.row_store
+        for round_ in (1, 2):
+            for path, params in asked:
+                first, second = (
+                    every_page_as_sent(server, key, path, {**params, "limit": 5000 - round_})
+                    for server, key in zip(servers, keys, strict=True)
+                )
+                assert first == second and first[0][0] == 200, (path, params)
+        assert store.stats.entries == 0
+        assert store.stats.loads == len(asked)  # once each: the second round asked DuckDB
+
+
 def test_a_field_list_or_the_split_adjustment_has_entries_of_its_own(
     api_with_store: RunningApi, scenarios: dict[str, Any]
 ) -> None:
@@ -327,5 +355,9 @@ def test_store_keeps_within_its_budget_least_recently_used_out() -> None:
     store.drop_version("v1")
     assert store.stats.entries == 1 and store.stats.bytes == one
     big = RowStore(budget_bytes=one // 2)
+    assert not big.too_large(("v1", "prices", 1, "all"))
     assert len(big.entity_rows(("v1", "prices", 1, "all"), load(1)).rows) == 50
     assert big.stats.entries == 0  # larger than the budget: served, not kept
+    assert big.too_large(("v1", "prices", 1, "all"))  # and remembered, until its version goes
+    big.drop_version("v1")
+    assert not big.too_large(("v1", "prices", 1, "all"))
