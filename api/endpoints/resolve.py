@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+from dataclasses import dataclass
 from typing import Any
 
 from sqlglot import exp
@@ -48,6 +49,8 @@ CLASSIFICATIONS = (
     "sic_code", "sic_description", "naics_code", "gics_sector", "gics_group",
     "classification_as_of",
 )  # fmt: skip
+#: what a kept membership or link costs, about (a dict of 5-9 values)
+LINKED_ROW_BYTES = 600
 SUCCESSION_COLUMNS = (
     "link_type", "from_ticker", "from_entity_id", "from_valid_from", "from_valid_to",
     "to_ticker", "to_entity_id", "change_date", "to_valid_to",
@@ -178,15 +181,60 @@ def _periods(
     return periods
 
 
+@dataclass(frozen=True)
+class LinkedRows:
+    """What resolve reads besides the directory, for a whole version: index memberships by
+    entity and succession links by ticker, each in its query's order, with removals as
+    recorded (kept in the row store, one entry per version)."""
+
+    memberships: dict[int, list[dict[str, Any]]]
+    links: dict[str, list[dict[str, Any]]]
+    size: int
+
+
+def _linked_rows(call: EndpointCall) -> LinkedRows | None:
+    """The version's memberships and links from the row store (None when it is off or they
+    do not fit: the queries are asked per request then)."""
+    key = (call.version.label, "resolve", 0, "memberships and links")
+    if not call.row_store.enabled or call.row_store.too_large(key):
+        return None
+    return call.row_store.entity_rows(key, functools.partial(_load_linked_rows, call))
+
+
+def _load_linked_rows(call: EndpointCall) -> LinkedRows:
+    """Every membership and link of the version, read once."""
+    memberships: dict[int, list[dict[str, Any]]] = {}
+    for row in fetch_dicts_of_sql(call.data, _memberships_sql(None), {}):
+        memberships.setdefault(row["entity_id"], []).append(row)
+    links: dict[str, list[dict[str, Any]]] = {}
+    rows = fetch_dicts_of_sql(call.data, _succession_sql(None), {})
+    for row in rows:
+        for ticker in dict.fromkeys((row["from_ticker"], row["to_ticker"])):
+            links.setdefault(ticker, []).append(row)
+    size = LINKED_ROW_BYTES * (sum(len(rows) for rows in memberships.values()) + len(rows))
+    return LinkedRows(memberships, links, size)
+
+
 def _memberships(
     call: EndpointCall, entity_ids: list[int], on: dt.date
 ) -> dict[int, list[dict[str, Any]]]:
     """Index memberships as known on ``on``: every one added by then, its removal shown only
-    once it has happened (a later removal is later knowledge; an earlier one stays listed)."""
-    values: dict[str, Any] = {f"entity_{n}": entity for n, entity in enumerate(entity_ids)}
-    values["on"] = on
+    once it has happened (a later removal is later knowledge; an earlier one stays listed).
+    From the version's rows in memory (``_removal_known_on``), else asked of DuckDB."""
+    held = _linked_rows(call)
+    if held is not None:
+        rows = [
+            {**row, "removed_date": _removal_known_on(row["removed_date"], on)}
+            for entity_id in entity_ids
+            for row in held.memberships.get(entity_id, [])
+            if row["added_date"] is None or row["added_date"] <= on
+        ]
+    else:
+        values: dict[str, Any] = {f"entity_{n}": entity for n, entity in enumerate(entity_ids)}
+        values["on"] = on
+        rows = fetch_dicts_of_sql(call.data, _memberships_sql(len(entity_ids)), values)
     by_entity: dict[int, list[dict[str, Any]]] = {}
-    for row in fetch_dicts_of_sql(call.data, _memberships_sql(len(entity_ids)), values):
+    for row in rows:
         by_entity.setdefault(row["entity_id"], []).append(
             {
                 "index": row["index_code"].upper(),
@@ -198,9 +246,22 @@ def _memberships(
     return by_entity
 
 
+def _removal_known_on(removed: dt.date | None, on: dt.date) -> dt.date | None:
+    """``index.removal_known_on`` for one kept row: the removal once it has happened."""
+    return removed if removed is not None and removed <= on else None
+
+
 @functools.lru_cache(maxsize=16)
-def _memberships_sql(entities: int) -> str:
-    """The SQL of ``_memberships`` for ``entities`` entity ids, built once."""
+def _memberships_sql(entities: int | None) -> str:
+    """The SQL of ``_memberships`` for ``entities`` entity ids, built once; None: every
+    membership of the version, removals as recorded (what ``_linked_rows`` keeps)."""
+    if entities is None:
+        return (
+            exp.select("entity_id", "index_code", "index_name", "added_date", "removed_date")
+            .from_("index_membership")
+            .order_by("entity_id", "index_code", "added_date", "membership_id")
+            .sql(dialect="duckdb")
+        )
     return (
         exp.select(
             "entity_id",
@@ -226,6 +287,9 @@ def _succession(call: EndpointCall, tickers: list[str]) -> dict[str, list[dict[s
     """Per ticker, every succession link from or to it (renamed, reused, reassigned)."""
     if not tickers:
         return {}
+    held = _linked_rows(call)
+    if held is not None:
+        return {ticker: held.links[ticker] for ticker in tickers if ticker in held.links}
     values = {f"ticker_{n}": ticker for n, ticker in enumerate(tickers)}
     by_ticker: dict[str, list[dict[str, Any]]] = {}
     for row in fetch_dicts_of_sql(call.data, _succession_sql(len(tickers)), values):
@@ -236,8 +300,17 @@ def _succession(call: EndpointCall, tickers: list[str]) -> dict[str, list[dict[s
 
 
 @functools.lru_cache(maxsize=16)
-def _succession_sql(tickers: int) -> str:
-    """The SQL of ``_succession`` for ``tickers`` tickers, built once."""
+def _succession_sql(tickers: int | None) -> str:
+    """The SQL of ``_succession`` for ``tickers`` tickers, built once; None: every link of
+    the version (what ``_linked_rows`` keeps)."""
+    order = ("change_date", "from_ticker", "from_entity_id", "to_ticker", "to_entity_id")
+    if tickers is None:
+        return (
+            exp.select(*SUCCESSION_COLUMNS)
+            .from_("succession_links")
+            .order_by(*order)
+            .sql(dialect="duckdb")
+        )
     named = [slot(f"ticker_{n}") for n in range(tickers)]
     return (
         exp.select(*SUCCESSION_COLUMNS)
@@ -248,7 +321,7 @@ def _succession_sql(tickers: int) -> str:
                 column("to_ticker").isin(*[name.copy() for name in named]),
             )
         )
-        .order_by("change_date", "from_ticker", "from_entity_id", "to_ticker", "to_entity_id")
+        .order_by(*order)
         .sql(dialect="duckdb")
     )
 
