@@ -164,6 +164,12 @@ def test_insiders_and_holdings_from_the_store_answer_exactly_as_the_sql_path(
         assert answers[2] == answers[1], (path, params)
     # the entity's rows, each shape loaded once: the store answered these
     assert store.stats.loads > loads
+    # an id that is no manager's: the same 404 from the version's manager ids as from SQL
+    unknown = [
+        every_page_as_sent(server, key, "/v1/managers/1/holdings", {})
+        for server, key in zip(servers, keys, strict=True)
+    ]
+    assert unknown[0][0][0] == 404 and unknown[0] == unknown[1] == unknown[2]
     # an issuer entity_id (its securities) is asked of DuckDB, and still answers the same
     issuer = scenarios["share_classes"]["issuer_entity_id"]
     first, second = (
@@ -241,10 +247,11 @@ def test_rows_larger_than_the_budget_are_served_then_asked_of_duckdb(
         _dated_requests(scenarios)[14],
         _statement_requests(scenarios)[1],
     ]
-    with contextlib.contextmanager(_served_with_store)(published_home, 0.001) as small:
+    with contextlib.contextmanager(_served_with_store)(published_home, 0.0001) as small:
         servers = [small, api_without_store]
         keys = [server.new_key("pro").key for server in servers]
         store = small.app.state.published.row_store
+        loads = []
         for round_ in (1, 2):
             for path, params in asked:
                 first, second = (
@@ -252,55 +259,9 @@ def test_rows_larger_than_the_budget_are_served_then_asked_of_duckdb(
                     for server, key in zip(servers, keys, strict=True)
                 )
                 assert first == second and first[0][0] == 200, (path, params)
+            loads.append(store.stats.loads)
         assert store.stats.entries == 0
-        assert store.stats.loads == len(asked)  # once each: the second round asked DuckDB
-
-
-def _resolve_requests(scenarios: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    """Resolve on the days around an index addition and removal, a rename and a reused
-    ticker, one ticker and several: memberships and links from the store's version entry."""
-    events, renamed = scenarios["index_events"], scenarios["renamed"]
-    reused, delisted = scenarios["reused"], scenarios["delisted"]
-    event_day = dt.date.fromisoformat(events["added"]["date"])
-    days = [event_day - dt.timedelta(days=1), event_day, event_day + dt.timedelta(days=1)]
-    asked: list[tuple[str, dict[str, Any]]] = [
-        (f"/v1/resolve/{renamed['new_ticker']}", {}),
-        (f"/v1/resolve/{renamed['old_ticker']}", {"date": renamed["change_date"]}),
-        (f"/v1/resolve/{reused['ticker']}", {"date": reused["periods"][0]["valid_from"]}),
-        (f"/v1/resolve/{delisted['ticker']}", {"date": delisted["last_date"]}),
-        (f"/v1/resolve/{scenarios['plain']['ticker']},{renamed['new_ticker']}", {}),
-    ]
-    for day in days:
-        tickers = f"{events['added']['ticker']},{events['removed']['ticker']}"
-        asked.append((f"/v1/resolve/{tickers}", {"date": day.isoformat()}))
-    return asked
-
-
-def test_resolve_from_the_store_answers_exactly_as_the_sql_path(
-    api_with_store: RunningApi,
-    api_without_store: RunningApi,
-    api_tiny_store: RunningApi,
-    scenarios: dict[str, Any],
-) -> None:
-    servers = [api_with_store, api_without_store, api_tiny_store]
-    keys = [server.new_key("pro").key for server in servers]
-    removals_shown = 0
-    for path, params in _resolve_requests(scenarios):
-        answers = [
-            every_page_as_sent(server, key, path, params)
-            for server, key in zip(servers, keys, strict=True)
-        ]
-        assert answers[0][0][0] == 200, (path, params, answers[0][0])
-        assert answers[0] == answers[1], (path, params)
-        assert answers[2] == answers[1], (path, params)
-        body = orjson.loads(answers[0][0][2])["data"]
-        removals_shown += sum(
-            membership["removed"] is not None
-            for item in body.values()
-            for entity in item["entities"]
-            for membership in entity["index_membership"]
-        )
-    assert removals_shown > 0  # the days reached a removal that had happened
+        assert loads[0] >= len(asked) and loads[1] == loads[0]  # the second round: DuckDB's
 
 
 def test_a_field_list_or_the_split_adjustment_has_entries_of_its_own(
