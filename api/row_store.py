@@ -154,6 +154,13 @@ class RowStore:
         with self._lock:
             return key in self._too_large
 
+    def kept(self, key: EntityKey, load: Callable[[], Held]) -> Held | None:
+        """``entity_rows`` where the store can keep them: None when it is off or the rows of
+        ``key`` were too large for it (the caller asks DuckDB then)."""
+        if not self.enabled or self.too_large(key):
+            return None
+        return self.entity_rows(key, load)
+
     def entity_rows(self, key: EntityKey, load: Callable[[], Held]) -> Held:
         """The entity's rows (``EntityRows``, or an endpoint's own kind of entry), loaded with
         ``load`` (every row of the entity in order) when the store does not hold them. Two

@@ -139,12 +139,12 @@ def _page_from_memory(
     every_row = replace(
         shape, has_start=False, has_end=False, by_period=False, has_as_of=False, as_reported=True
     )
-    key = (call.version.label, "fundamentals", issuer, every_row)
-    if call.row_store.too_large(key):
-        return None
-    held = call.row_store.entity_rows(
-        key, functools.partial(_company_statements, call, every_row, issuer)
+    held = call.row_store.kept(
+        (call.version.label, "fundamentals", issuer, every_row),
+        functools.partial(_company_statements, call, every_row, issuer),
     )
+    if held is None:
+        return None
     start, end = window
     low = 0 if start is None else bisect.bisect_left(held.period_days, start.toordinal())
     high = len(held.rows) if end is None else bisect.bisect_right(held.period_days, end.toordinal())

@@ -38,9 +38,10 @@ def handle(call: EndpointCall) -> EndpointAnswer:
 
 def _is_manager(call: EndpointCall, manager_id: int) -> bool:
     """Whether the version has a manager ``manager_id``."""
-    key = (call.version.label, "managers", 0, "ids")
-    if call.row_store.enabled and not call.row_store.too_large(key):
-        held = call.row_store.entity_rows(key, functools.partial(_manager_ids, call))
+    held = call.row_store.kept(
+        (call.version.label, "managers", 0, "ids"), functools.partial(_manager_ids, call)
+    )
+    if held is not None:
         return manager_id in held.ids
     return bool(fetch_dicts_of_sql(call.data, _known_sql(), {"manager_id": manager_id}))
 

@@ -73,8 +73,9 @@ def handle(call: EndpointCall) -> EndpointAnswer:
     entity_ids = resolution.entity_ids
     entities = _entities(call, entity_ids)
     periods = _periods(call, resolution, on)
-    memberships = {} if keyless else _memberships(call, entity_ids, on)
-    links = _succession(call, list(resolution.resolved))
+    held = _linked_rows(call)  # None: the store is off, memberships and links are queried
+    memberships = {} if keyless else _memberships(call, held, entity_ids, on)
+    links = _succession(call, held, list(resolution.resolved))
 
     data: dict[str, Any] = {}
     warnings: list[str] = []
@@ -195,10 +196,10 @@ class LinkedRows:
 def _linked_rows(call: EndpointCall) -> LinkedRows | None:
     """The version's memberships and links from the row store (None when it is off or they
     do not fit: the queries are asked per request then)."""
-    key = (call.version.label, "resolve", 0, "memberships and links")
-    if not call.row_store.enabled or call.row_store.too_large(key):
-        return None
-    return call.row_store.entity_rows(key, functools.partial(_load_linked_rows, call))
+    return call.row_store.kept(
+        (call.version.label, "resolve", 0, "memberships and links"),
+        functools.partial(_load_linked_rows, call),
+    )
 
 
 def _load_linked_rows(call: EndpointCall) -> LinkedRows:
@@ -216,12 +217,11 @@ def _load_linked_rows(call: EndpointCall) -> LinkedRows:
 
 
 def _memberships(
-    call: EndpointCall, entity_ids: list[int], on: dt.date
+    call: EndpointCall, held: LinkedRows | None, entity_ids: list[int], on: dt.date
 ) -> dict[int, list[dict[str, Any]]]:
     """Index memberships as known on ``on``: every one added by then, its removal shown only
     once it has happened (a later removal is later knowledge; an earlier one stays listed).
-    From the version's rows in memory (``_removal_known_on``), else asked of DuckDB."""
-    held = _linked_rows(call)
+    From the version's rows in memory (``held``, ``_removal_known_on``), else asked of DuckDB."""
     if held is not None:
         rows = [
             {**row, "removed_date": _removal_known_on(row["removed_date"], on)}
@@ -283,11 +283,13 @@ def _memberships_sql(entities: int | None) -> str:
     )
 
 
-def _succession(call: EndpointCall, tickers: list[str]) -> dict[str, list[dict[str, Any]]]:
-    """Per ticker, every succession link from or to it (renamed, reused, reassigned)."""
+def _succession(
+    call: EndpointCall, held: LinkedRows | None, tickers: list[str]
+) -> dict[str, list[dict[str, Any]]]:
+    """Per ticker, every succession link from or to it (renamed, reused, reassigned), from
+    the version's rows in memory (``held``) or asked of DuckDB."""
     if not tickers:
         return {}
-    held = _linked_rows(call)
     if held is not None:
         return {ticker: held.links[ticker] for ticker in tickers if ticker in held.links}
     values = {f"ticker_{n}": ticker for n, ticker in enumerate(tickers)}

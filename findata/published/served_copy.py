@@ -15,6 +15,7 @@ common requests. The rows are the same, value for value and type for type: the c
 
 from __future__ import annotations
 
+import functools
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,9 +45,10 @@ class ServedCopy:
     #: what the copied tables take in memory (DuckDB's own count)
     bytes: int
 
-    @property
+    @functools.cached_property
     def datasets(self) -> frozenset[str]:
-        """Every dataset the version holds, copied or viewed."""
+        """Every dataset the version holds, copied or viewed (made once: each request's lease
+        reads it)."""
         return frozenset(self.copied + self.viewed)
 
 
