@@ -50,6 +50,26 @@ def api_tiny_store(published_home: Path) -> Iterator[RunningApi]:
     yield from _served_with_store(published_home, 1.2)
 
 
+def _same_on_every_server(
+    servers: list[RunningApi],
+    keys: list[str],
+    path: str,
+    params: dict[str, Any],
+    status: int | None = 200,
+) -> list[tuple[int, dict[str, str], bytes]]:
+    """Every page of one request as each server sent it, checked equal to the store-off
+    server's (the second) and, unless None, of ``status``; the first server's pages."""
+    answers = [
+        every_page_as_sent(server, key, path, params)
+        for server, key in zip(servers, keys, strict=True)
+    ]
+    if status is not None:
+        assert answers[0][0][0] == status, (path, params, answers[0][0])
+    for answer in answers:
+        assert answer == answers[1], (path, params)
+    return answers[0]
+
+
 def _requests(scenarios: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     """Requests the store answers (daily rows: any fields, as traded or restated in today's
     shares), over the demo's cases."""
@@ -99,12 +119,7 @@ def test_store_answers_exactly_as_the_sql_path(
     for path, params in _requests(scenarios):
         if plan == "free" and ("," in path or "," in str(params.get("entity_id", ""))):
             continue  # Free asks one ticker per request
-        answers = [
-            every_page_as_sent(server, key, path, params)
-            for server, key in zip(servers, keys, strict=True)
-        ]
-        assert answers[0] == answers[1], (path, params)
-        assert answers[2] == answers[1], (path, params)
+        _same_on_every_server(servers, keys, path, params, status=None)
         asked += 1
     assert asked >= 10
     store = api_with_store.app.state.published.row_store
@@ -155,21 +170,11 @@ def test_insiders_and_holdings_from_the_store_answer_exactly_as_the_sql_path(
     store = api_with_store.app.state.published.row_store
     loads = store.stats.loads
     for path, params in _dated_requests(scenarios):
-        answers = [
-            every_page_as_sent(server, key, path, params)
-            for server, key in zip(servers, keys, strict=True)
-        ]
-        assert answers[0][0][0] == 200, (path, params, answers[0][0])
-        assert answers[0] == answers[1], (path, params)
-        assert answers[2] == answers[1], (path, params)
+        _same_on_every_server(servers, keys, path, params)
     # the entity's rows, each shape loaded once: the store answered these
     assert store.stats.loads > loads
     # an id that is no manager's: the same 404 from the version's manager ids as from SQL
-    unknown = [
-        every_page_as_sent(server, key, "/v1/managers/1/holdings", {})
-        for server, key in zip(servers, keys, strict=True)
-    ]
-    assert unknown[0][0][0] == 404 and unknown[0] == unknown[1] == unknown[2]
+    _same_on_every_server(servers, keys, "/v1/managers/1/holdings", {}, status=404)
     # an issuer entity_id (its securities) is asked of DuckDB, and still answers the same
     issuer = scenarios["share_classes"]["issuer_entity_id"]
     first, second = (
@@ -219,16 +224,10 @@ def test_fundamentals_from_the_store_answer_exactly_as_the_sql_path(
     loads = store.stats.loads
     superseded_shown = 0
     for path, params in _statement_requests(scenarios):
-        answers = [
-            every_page_as_sent(server, key, path, params)
-            for server, key in zip(servers, keys, strict=True)
-        ]
-        assert answers[0][0][0] == 200, (path, params, answers[0][0])
-        assert answers[0] == answers[1], (path, params)
-        assert answers[2] == answers[1], (path, params)
+        pages = _same_on_every_server(servers, keys, path, params)
         superseded_shown += sum(
             row["superseded_on"] is not None
-            for _, _, body in answers[0]
+            for _, _, body in pages
             for row in orjson.loads(body)["data"]
         )
     assert store.stats.loads > loads
