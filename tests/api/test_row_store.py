@@ -263,6 +263,47 @@ def test_rows_larger_than_the_budget_are_served_then_asked_of_duckdb(
         assert loads[0] >= len(asked) and loads[1] == loads[0]  # the second round: DuckDB's
 
 
+def _resolve_requests(scenarios: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """Resolve on the days around an index addition and removal, a rename and a reused
+    ticker, one ticker and several: memberships and links from the store's version entry."""
+    events, renamed = scenarios["index_events"], scenarios["renamed"]
+    reused, delisted = scenarios["reused"], scenarios["delisted"]
+    event_day = dt.date.fromisoformat(events["added"]["date"])
+    days = [event_day - dt.timedelta(days=1), event_day, event_day + dt.timedelta(days=1)]
+    asked: list[tuple[str, dict[str, Any]]] = [
+        (f"/v1/resolve/{renamed['new_ticker']}", {}),
+        (f"/v1/resolve/{renamed['old_ticker']}", {"date": renamed["change_date"]}),
+        (f"/v1/resolve/{reused['ticker']}", {"date": reused["periods"][0]["valid_from"]}),
+        (f"/v1/resolve/{delisted['ticker']}", {"date": delisted["last_date"]}),
+        (f"/v1/resolve/{scenarios['plain']['ticker']},{renamed['new_ticker']}", {}),
+    ]
+    for day in days:
+        tickers = f"{events['added']['ticker']},{events['removed']['ticker']}"
+        asked.append((f"/v1/resolve/{tickers}", {"date": day.isoformat()}))
+    return asked
+
+
+def test_resolve_from_the_store_answers_exactly_as_the_sql_path(
+    api_with_store: RunningApi,
+    api_without_store: RunningApi,
+    api_tiny_store: RunningApi,
+    scenarios: dict[str, Any],
+) -> None:
+    servers = [api_with_store, api_without_store, api_tiny_store]
+    keys = [server.new_key("pro").key for server in servers]
+    removals_shown = 0
+    for path, params in _resolve_requests(scenarios):
+        pages = _same_on_every_server(servers, keys, path, params)
+        body = orjson.loads(pages[0][2])["data"]
+        removals_shown += sum(
+            membership["removed"] is not None
+            for item in body.values()
+            for entity in item["entities"]
+            for membership in entity["index_membership"]
+        )
+    assert removals_shown > 0  # the days reached a removal that had happened
+
+
 def test_a_field_list_or_the_split_adjustment_has_entries_of_its_own(
     api_with_store: RunningApi, scenarios: dict[str, Any]
 ) -> None:
