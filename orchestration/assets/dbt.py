@@ -2,6 +2,7 @@
 the step's process (``dbt_runner.py``). dbt's tests run in ``dbt build`` (a failing one fails the
 step, so nothing is published), not as Dagster asset checks."""
 
+import fcntl
 import json
 from collections.abc import Iterator, Mapping
 from graphlib import TopologicalSorter
@@ -42,6 +43,9 @@ class FindataTranslator(DagsterDbtTranslator):
 # carried for the marts left as built), each a commit to the event log: ~1-2 s of a small
 # one-day refresh on the SQLite default (docs/benchmarks.md). dbt build runs them all the
 # same and stops on a failing one
+#: the file whose lock one parse of the project holds (beside the manifest)
+PARSE_LOCK = ".parse.lock"
+
 TRANSLATOR = FindataTranslator(settings=DagsterDbtTranslatorSettings(enable_asset_checks=False))
 
 dbt_environment(get_settings())
@@ -60,7 +64,13 @@ def prepare_manifest(project: DbtProject) -> None:
     if manifest_is_current(target, digest):
         return
     target.mkdir(parents=True, exist_ok=True)
-    parse_project(target, digest)
+    # processes that load the definitions at once on a new home (the UI's webserver and
+    # daemon, test workers) parse one after the other: a second parse rewriting manifest.json
+    # while the first process reads it gave a half-written file
+    with open(target / PARSE_LOCK, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not manifest_is_current(target, digest):  # parsed by the process we waited for
+            parse_project(target, digest)
 
 
 prepare_manifest(dbt_project)

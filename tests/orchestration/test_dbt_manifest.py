@@ -5,14 +5,18 @@ stamp makes it stale."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 from dagster_dbt import DbtProject
 
-from findata.orchestration.assets.dbt import prepare_manifest
+from findata.orchestration.assets.dbt import PARSE_LOCK, prepare_manifest
 from findata.orchestration.dbt_manifest import (
     TRANSFORMS,
     dbt_environment,
@@ -63,3 +67,42 @@ def test_a_new_home_parses_once_and_stamps_the_manifest(settings: Settings) -> N
     # a manifest made from other project files is stale
     record_parse(target, "another project")
     assert not manifest_is_current(target, project_digest())
+
+
+def test_a_process_waits_for_the_parse_under_way_and_does_not_parse_again(
+    settings: Settings,
+) -> None:
+    # two processes loading the definitions on a new home: the second waits for the first's
+    # parse (here: this test, holding the lock and then stamping a manifest) and reads it,
+    # instead of rewriting manifest.json under the first
+    dbt_environment(settings)
+    target = manifest_dir(settings)
+    prepare_manifest(DbtProject(project_dir=TRANSFORMS, target_path=target))  # a real manifest
+    digest = project_digest()
+    record_parse(target, "a parse under way")
+    parsed_at = (target / "manifest.json").stat().st_mtime_ns
+    with open(target / PARSE_LOCK, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        env = {**os.environ, "FINDATA_HOME": str(settings.home_dir)}
+        loading = subprocess.Popen(
+            [sys.executable, "-c", "import findata.orchestration.assets.dbt"], env=env
+        )
+        deadline = time.monotonic() + 120
+        while not _holds_open(loading.pid, target / PARSE_LOCK):  # it is waiting for the lock
+            assert loading.poll() is None, "the process did not wait for the parse under way"
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        record_parse(target, digest)  # the parse it waited for is done
+    assert loading.wait(timeout=120) == 0
+    assert (target / "manifest.json").stat().st_mtime_ns == parsed_at  # not parsed again
+
+
+def _holds_open(pid: int, path: Path) -> bool:
+    """Whether process ``pid`` has ``path`` open (from /proc)."""
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            if Path(os.readlink(fd)) == path:
+                return True
+        except OSError:  # closed meanwhile
+            continue
+    return False
