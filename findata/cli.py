@@ -96,6 +96,7 @@ db_app = typer.Typer(help="Control-plane database.", no_args_is_help=True)
 contracts_app = typer.Typer(help="Data contracts.", no_args_is_help=True)
 landing_app = typer.Typer(help="Landing files.", no_args_is_help=True)
 ips_app = typer.Typer(help="Refused IP addresses for keyless access.", no_args_is_help=True)
+sec_app = typer.Typer(help="SEC EDGAR's public files.", no_args_is_help=True)
 for name, sub in (
     ("accounts", accounts_app),
     ("keys", keys_app),
@@ -104,6 +105,7 @@ for name, sub in (
     ("contracts", contracts_app),
     ("landing", landing_app),
     ("ips", ips_app),
+    ("sec", sec_app),
 ):
     app.add_typer(sub, name=name)
 
@@ -198,6 +200,59 @@ def landing_check() -> None:
         typer.echo(f"findata: malformed landing file: {error}", err=True)
         raise typer.Exit(1) from error
     _print_json(tables.summary())
+
+
+def _listed(value: str | None) -> frozenset[str]:
+    return frozenset(v.strip() for v in (value or "").split(",") if v.strip())
+
+
+@sec_app.command("fetch")
+def sec_fetch(
+    since: Annotated[
+        str | None,
+        typer.Option(
+            help="First filing day (YYYY-MM-DD); default: the day after "
+            "the last one fetched, or a week back on a first fetch."
+        ),
+    ] = None,
+    until: Annotated[str | None, typer.Option(help="Last filing day (default: today).")] = None,
+    forms: Annotated[
+        str, typer.Option(help="Forms whose filings to fetch (amendments included).")
+    ] = "4,13F-HR,10-K,10-Q",
+    tickers: Annotated[str | None, typer.Option(help="Only these companies, by ticker.")] = None,
+    ciks: Annotated[str | None, typer.Option(help="Only these companies, by CIK.")] = None,
+    exchanges: Annotated[
+        str | None, typer.Option(help="Only companies listed on these exchanges (NYSE, Nasdaq).")
+    ] = None,
+) -> None:
+    """Fetch the SEC's public files into landing (company list, submissions, companyfacts,
+    Form 4 and 13F-HR filings of the form indexes), politely and resumably; print a JSON
+    summary. Needs FINDATA_SEC_USER_AGENT."""
+    import datetime as dt
+
+    from findata.sources.edgar.client import MissingIdentity, SecBlocked, SecFetchError
+    from findata.sources.edgar.fetch import FORMS, FetchRequest, fetch_sec
+
+    try:
+        wanted = _listed(forms)
+        if unknown := sorted(wanted - set(FORMS)):
+            raise ValueError(f"--forms: {', '.join(unknown)} not one of {', '.join(FORMS)}")
+        request = FetchRequest(
+            since=dt.date.fromisoformat(since) if since else None,
+            until=dt.date.fromisoformat(until) if until else None,
+            forms=wanted,
+            tickers=_listed(tickers),
+            ciks=frozenset(int(c) for c in _listed(ciks)),
+            exchanges=_listed(exchanges),
+        )
+        summary = fetch_sec(get_settings(), request, get_clock())
+    except (ValueError, MissingIdentity) as error:
+        typer.echo(f"findata: {error}", err=True)
+        raise typer.Exit(2) from error
+    except (SecBlocked, SecFetchError) as error:
+        typer.echo(f"findata: {error}; what landed is kept, run again to resume", err=True)
+        raise typer.Exit(1) from error
+    _print_json(summary.as_json())
 
 
 def _refresh(*, force: bool = False) -> None:

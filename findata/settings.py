@@ -224,6 +224,49 @@ class Settings(BaseSettings):
         description="One log line per API request (route template, status, duration, account "
         "id; never a key); off only to measure its cost in benchmarks/api.py.",
     )
+    sec_user_agent: str | None = Field(
+        default=None,
+        description="Who fetches from the SEC, as its fair-access rules ask: a name and a "
+        "contact address, 'Company contact@example.com'. `findata sec fetch` refuses to start "
+        "without one.",
+    )
+    sec_www_url: str = Field(
+        default="https://www.sec.gov",
+        description="EDGAR's archive host (form indexes, filings, the company list); a mirror "
+        "or a test server may stand in.",
+    )
+    sec_data_url: str = Field(
+        default="https://data.sec.gov",
+        description="The SEC's JSON host (submissions, companyfacts).",
+    )
+    sec_requests_per_second: float = Field(
+        default=5.0,
+        gt=0,
+        le=10,
+        description="One limit for every process fetching from the SEC on this home (the SEC "
+        "allows 10; a 429 or 403 halves it for the next sec_lowered_minutes).",
+    )
+    sec_lowered_minutes: float = Field(
+        default=10.0,
+        gt=0,
+        description="How long a rate halved after a 429 or 403 stays halved (the SEC blocks an "
+        "address for about ten minutes after it goes over the limit).",
+    )
+    sec_retries: int = Field(
+        default=5,
+        ge=0,
+        le=20,
+        description="Retries of one SEC request after a 429, 403, 5xx, a broken connection or a "
+        "body that is not what was asked for (an HTML page, a truncated zip), with "
+        "exponential backoff.",
+    )
+    sec_workers: int = Field(
+        default=4,
+        ge=1,
+        le=16,
+        description="Requests a fetch keeps in flight at once (threads; all under the one rate "
+        "limit).",
+    )
     service_domains: list[str] = Field(
         default=[],
         description="Domains of the service itself and of its hosting platform; webhook URLs "
@@ -285,6 +328,12 @@ class Settings(BaseSettings):
         """dbt's artifacts and logs (manifest, run results): beside the warehouse, never inside
         the installed dbt project."""
         return self.build_dir / "dbt"
+
+    @property
+    def fetch_dir(self) -> Path:
+        """The fetchers' own state: what was fetched (manifest), the shared rate limit, form
+        indexes and bulk archives, files being downloaded (never in landing until complete)."""
+        return self.home_dir / "fetch"
 
     @property
     def dagster_home(self) -> Path:
