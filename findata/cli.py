@@ -217,8 +217,12 @@ def sec_fetch(
     ] = None,
     until: Annotated[str | None, typer.Option(help="Last filing day (default: today).")] = None,
     forms: Annotated[
-        str, typer.Option(help="Forms whose filings to fetch (amendments included).")
-    ] = "4,13F-HR,10-K,10-Q",
+        str | None,
+        typer.Option(
+            help="Forms whose filings to fetch, amendments included (default: "
+            "FINDATA_SEC_FORMS, 4,13F-HR,10-K,10-Q)."
+        ),
+    ] = None,
     tickers: Annotated[str | None, typer.Option(help="Only these companies, by ticker.")] = None,
     ciks: Annotated[str | None, typer.Option(help="Only these companies, by CIK.")] = None,
     exchanges: Annotated[
@@ -231,21 +235,25 @@ def sec_fetch(
     import datetime as dt
 
     from findata.sources.edgar.client import MissingIdentity, SecBlocked, SecFetchError
-    from findata.sources.edgar.fetch import FORMS, FetchRequest, fetch_sec
+    from findata.sources.edgar.fetch import fetch_sec, request_for
 
+    settings = get_settings()
     try:
-        wanted = _listed(forms)
-        if unknown := sorted(wanted - set(FORMS)):
-            raise ValueError(f"--forms: {', '.join(unknown)} not one of {', '.join(FORMS)}")
-        request = FetchRequest(
+        named = tickers is not None or ciks is not None or exchanges is not None
+        request = request_for(
+            settings,
             since=dt.date.fromisoformat(since) if since else None,
             until=dt.date.fromisoformat(until) if until else None,
-            forms=wanted,
-            tickers=_listed(tickers),
-            ciks=frozenset(int(c) for c in _listed(ciks)),
-            exchanges=_listed(exchanges),
+            forms=_listed(forms) if forms is not None else None,
+            universe=(
+                _listed(tickers),
+                frozenset(int(c) for c in _listed(ciks)),
+                _listed(exchanges),
+            )
+            if named
+            else None,
         )
-        summary = fetch_sec(get_settings(), request, get_clock())
+        summary = fetch_sec(settings, request, get_clock())
     except (ValueError, MissingIdentity) as error:
         typer.echo(f"findata: {error}", err=True)
         raise typer.Exit(2) from error

@@ -239,6 +239,22 @@ class Settings(BaseSettings):
         default="https://data.sec.gov",
         description="The SEC's JSON host (submissions, companyfacts).",
     )
+    sec_tickers: list[str] = Field(
+        default=[],
+        description="The companies the scheduled SEC fetch (and `findata sec fetch` without "
+        "--tickers/--ciks/--exchanges) covers, by ticker; with sec_ciks and sec_exchanges all "
+        "empty, every company (a JSON list).",
+    )
+    sec_ciks: list[int] = Field(
+        default=[], description="The companies (or 13F managers) it covers, by CIK (a JSON list)."
+    )
+    sec_exchanges: list[str] = Field(
+        default=[], description="The companies it covers, by exchange: NYSE, Nasdaq (a JSON list)."
+    )
+    sec_forms: list[str] = Field(
+        default=["4", "13F-HR", "10-K", "10-Q"],
+        description="The forms whose filings it fetches (amendments included; a JSON list).",
+    )
     sec_requests_per_second: float = Field(
         default=5.0,
         gt=0,

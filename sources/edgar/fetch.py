@@ -76,6 +76,27 @@ class FetchRequest:
     exchanges: frozenset[str] = frozenset()
 
 
+def request_for(
+    settings: Settings,
+    *,
+    since: dt.date | None = None,
+    until: dt.date | None = None,
+    forms: frozenset[str] | None = None,
+    universe: tuple[frozenset[str], frozenset[int], frozenset[str]] | None = None,
+) -> FetchRequest:
+    """A request for ``since``..``until``; the forms and the universe (tickers, CIKs,
+    exchanges) given, else the settings' (``FINDATA_SEC_FORMS``, ``FINDATA_SEC_TICKERS``, …)."""
+    chosen = frozenset(forms if forms is not None else settings.sec_forms)
+    if unknown := sorted(chosen - set(FORMS)):
+        raise ValueError(f"forms: {', '.join(unknown)} not one of {', '.join(FORMS)}")
+    tickers, ciks, exchanges = universe or (
+        frozenset(settings.sec_tickers),
+        frozenset(settings.sec_ciks),
+        frozenset(settings.sec_exchanges),
+    )
+    return FetchRequest(since, until, chosen, tickers, ciks, exchanges)
+
+
 @dataclass
 class FetchSummary:
     """What a fetch did; ``findata sec fetch`` prints it as JSON."""

@@ -77,7 +77,13 @@ def test_findata_ui_runs_the_schedule_and_the_sensor_by_default(tmp_path: Path) 
     (repository,) = answer["data"]["repositoriesOrError"]["nodes"]
     statuses = {s["name"]: s["scheduleState"]["status"] for s in repository["schedules"]}
     statuses |= {s["name"]: s["sensorState"]["status"] for s in repository["sensors"]}
-    assert statuses == {"daily_refresh": "RUNNING", "new_landing_files": "RUNNING"}
+    # the SEC fetch needs a declared identity (FINDATA_SEC_USER_AGENT): stopped without one
+    assert statuses == {
+        "daily_refresh": "RUNNING",
+        "new_landing_files": "RUNNING",
+        "sec_fetch_daily": "STOPPED",
+        "refresh_after_sec_fetch": "STOPPED",
+    }
 
 
 @pytest.mark.parametrize(("setting", "status"), [(None, "RUNNING"), ("false", "STOPPED")])

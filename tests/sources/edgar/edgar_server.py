@@ -315,3 +315,30 @@ def _handler(server: EdgarServer) -> type[BaseHTTPRequestHandler]:
             return 200, body, {**validators, "Content-Type": "application/octet-stream"}
 
     return Handler
+
+
+FIXTURES = Path(__file__).parents[2] / "fixtures"
+REAL = FIXTURES / "xbrl-json"
+EDGAR = FIXTURES / "sec-edgar"
+IDENTITY = "findata tests tests@example.com"
+TESLA, MARVELL, LTS = 1318605, 1835632, 1894188
+#: Tesla's Form 4 of 2021-12-16 (Elon Musk's sales), held with its document
+TESLA_FORM4 = "0000899243-21-048676"
+LTS_13F = FIXTURES / "13f" / "lts-one-management_2023q3" / "0001894188-23-000007.txt"
+
+
+def serve_recorded(limit_per_second: int = 1000) -> EdgarServer:
+    """The stand-in, started, holding the recorded files the tests fetch: Tesla's and
+    Marvell's submissions, Marvell's companyfacts, Tesla's Form 4 of 2021-12-16, LTS One's 13F
+    of 2023-11-14, the company list."""
+    server = EdgarServer(limit_per_second=limit_per_second)
+    for name in ("CIK0001318605.json", "CIK0001318605-submissions-001.json", "CIK0001835632.json"):
+        server.add_submissions(REAL / "submissions" / name)
+    server.add_companyfacts(REAL / "companyfacts" / "CIK0001835632.json")
+    server.add_document(
+        TESLA, TESLA_FORM4, FIXTURES / "form4" / f"{TESLA_FORM4}_doc4.xml", "doc4.xml"
+    )
+    server.add_submission_text(LTS_13F)
+    ticker_list = EDGAR / "www" / "files" / "company_tickers_exchange.json"
+    server.add_file("/www/files/company_tickers_exchange.json", ticker_list.read_bytes())
+    return server.start()

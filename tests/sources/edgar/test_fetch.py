@@ -25,37 +25,26 @@ from findata.sources.edgar.client import MissingIdentity, SecBlocked
 from findata.sources.edgar.fetch import FetchRequest, fetch_sec
 from findata.sources.edgar.form_index import read_form_index
 from findata.sources.landing import read_form4_unit, read_submissions_unit
-from tests.sources.edgar.edgar_server import EdgarServer
+from tests.sources.edgar.edgar_server import (
+    EDGAR,
+    FIXTURES,
+    IDENTITY,
+    LTS,
+    MARVELL,
+    REAL,
+    TESLA,
+    TESLA_FORM4,
+    EdgarServer,
+    serve_recorded,
+)
 
-FIXTURES = Path(__file__).parents[2] / "fixtures"
-REAL = FIXTURES / "xbrl-json"
-EDGAR = FIXTURES / "sec-edgar"
-IDENTITY = "findata tests tests@example.com"
-TESLA, MARVELL, LTS = 1318605, 1835632, 1894188
-#: Tesla's Form 4 of 2021-12-16 (Elon Musk's sales), held with its document
-TESLA_FORM4 = "0000899243-21-048676"
-LTS_13F = FIXTURES / "13f" / "lts-one-management_2023q3" / "0001894188-23-000007.txt"
 #: the day after the last filing day fetched in these tests
 TODAY = dt.datetime(2023, 11, 20, 18, tzinfo=dt.UTC)
 
 
-def _server(limit_per_second: int = 1000) -> EdgarServer:
-    server = EdgarServer(limit_per_second=limit_per_second)
-    for name in ("CIK0001318605.json", "CIK0001318605-submissions-001.json", "CIK0001835632.json"):
-        server.add_submissions(REAL / "submissions" / name)
-    server.add_companyfacts(REAL / "companyfacts" / "CIK0001835632.json")
-    server.add_document(
-        TESLA, TESLA_FORM4, FIXTURES / "form4" / f"{TESLA_FORM4}_doc4.xml", "doc4.xml"
-    )
-    server.add_submission_text(LTS_13F)
-    ticker_list = EDGAR / "www" / "files" / "company_tickers_exchange.json"
-    server.add_file("/www/files/company_tickers_exchange.json", ticker_list.read_bytes())
-    return server.start()
-
-
 @pytest.fixture
 def edgar() -> Iterator[EdgarServer]:
-    server = _server()
+    server = serve_recorded()
     yield server
     server.stop()
 
@@ -197,7 +186,9 @@ def test_refusals_are_retried_with_backoff_and_lower_the_shared_rate(
 
 
 def test_a_blocked_address_stops_the_fetch_saying_so(tmp_path: Path) -> None:
-    server = _server(limit_per_second=0)  # every request over the limit: 403, as when blocked
+    server = serve_recorded(
+        limit_per_second=0
+    )  # every request over the limit: 403, as when blocked
     try:
         with pytest.raises(SecBlocked, match="blocks an address for about ten minutes"):
             _fetch(_settings(tmp_path, server, sec_retries=2))
@@ -325,8 +316,8 @@ def test_a_killed_fetch_resumes_with_what_is_missing_and_ends_as_an_uninterrupte
     assert not list((resumed / "fetch" / "sec" / "tmp").iterdir())
 
 
-def test_one_rate_holds_across_processes_measured_at_the_server(tmp_path: Path) -> None:
-    server = _server()
+def test_one_rate_holds_across_processes_measured_at_theserve_recorded(tmp_path: Path) -> None:
+    server = serve_recorded()
     try:
         fetches = [
             _command(
