@@ -12,10 +12,12 @@ it before it waits.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import sqlite3
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from pyrate_limiter import Limiter, Rate, SQLiteBucket
@@ -42,10 +44,13 @@ class SharedRateLimit:
                 "interval_ms INTEGER NOT NULL, until REAL NOT NULL)"
             )
 
-    def _state(self) -> sqlite3.Connection:
+    @contextlib.contextmanager
+    def _state(self) -> Iterator[sqlite3.Connection]:
         connection = sqlite3.connect(self.path, timeout=30, isolation_level=None)
-        connection.execute("PRAGMA busy_timeout = 30000")
-        return connection
+        try:
+            yield connection
+        finally:
+            connection.close()
 
     def interval_ms(self) -> int:
         """The interval now in force: the base one, or a lowered one still running."""
