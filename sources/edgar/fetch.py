@@ -228,7 +228,8 @@ class SecFetch:
             status = self.manifest.index_day(day)
             if status is None:
                 url = f"{self.www}{daily_form_index_path(day)}"
-                outcome = self._fetch(url, Kind.FORM_INDEX, local, mutable=False)
+                # a 404 settles nothing by itself: a recent day's index may come later
+                outcome = self._fetch(url, Kind.FORM_INDEX, local, False, ask_missing=True)
                 if outcome == "missing":
                     if (today - day).days >= _SETTLED_AFTER_DAYS:
                         self.manifest.record_index_day(day, "none", 0)
@@ -348,16 +349,19 @@ class SecFetch:
 
     # -- one file ---------------------------------------------------------------------------
 
-    def _fetch(self, url: str, kind: Kind, path: str, mutable: bool) -> Outcome:
+    def _fetch(
+        self, url: str, kind: Kind, path: str, mutable: bool, *, ask_missing: bool = False
+    ) -> Outcome:
         """Land ``url`` at ``path`` (relative to home) unless the manifest says it is there:
-        ``mutable`` files are asked again, conditionally; the others never once landed."""
+        ``mutable`` files are asked again, conditionally; the others never once landed. A URL
+        that answered 404 is not asked again unless ``ask_missing``."""
         target = self.home / path
         known = self.manifest.file(url)
         present = known is not None and target.is_file() and target.stat().st_size == known.size
         if present and not mutable:
             self._tally(unchanged=1)
             return "unchanged"
-        if not present and not mutable and self.manifest.is_missing(url):
+        if not (present or mutable or ask_missing) and self.manifest.is_missing(url):
             return "missing"
         conditional = known if present else None
         downloaded = self._download(url, kind, self.tmp / _temp_name(), conditional)

@@ -12,7 +12,8 @@ It behaves as EDGAR does where a fetcher must cope: a request without a declared
 403 "Request Rate Threshold Exceeded"; gzip when asked; ``ETag``/``Last-Modified`` with 304 on
 a conditional request; 404 for a filing that an index lists but the server does not hold. Faults
 queued per path (``fail``) answer the next requests for it: ``html200`` (an HTML error page with
-status 200), ``truncated`` (the first half of the body, announced as whole), ``500``, ``429``.
+status 200), ``truncated`` (the first half of the body, announced as whole), ``500``, ``429``,
+``404`` (not there yet: a day's index before EDGAR publishes it).
 Every request is logged with its arrival time.
 """
 
@@ -301,6 +302,8 @@ def _handler(server: EdgarServer) -> type[BaseHTTPRequestHandler]:
                 return 429, _RATE_PAGE, {**html, "Retry-After": "1"}
             if fault == "500":
                 return 500, _MAINTENANCE, html
+            if fault == "404":
+                return 404, b"<html><body>Not Found</body></html>", html
             if fault == "html200":
                 return 200, _MAINTENANCE, html
             body = server.body(path)

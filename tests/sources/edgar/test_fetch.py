@@ -159,6 +159,19 @@ def test_an_incremental_day_fetches_that_days_filings_alone(
     assert "/data/submissions/CIK0001894188.json" in asked
 
 
+def test_a_days_index_not_yet_published_is_asked_again_next_time(
+    edgar: EdgarServer, tmp_path: Path
+) -> None:
+    settings = _settings(tmp_path, edgar)
+    edgar.fail("/www/Archives/edgar/daily-index/2023/QTR4/form.20231114.idx", "404")
+    today = dt.datetime(2023, 11, 14, 23, tzinfo=dt.UTC)
+    request = FetchRequest(since=dt.date(2023, 11, 14), ciks=REQUEST.ciks)
+    early = fetch_sec(settings, request, ManualClock(today), sleep=lambda _: None).as_json()
+    assert early["filings"] == 0 and not any("13f" in path for path in early["landed"])
+    later = fetch_sec(settings, request, ManualClock(today), sleep=lambda _: None).as_json()
+    assert later["filings"] == 1 and "sec/13f/0001894188-23-000007" in later["landed"]
+
+
 def test_tickers_are_found_in_the_company_list(edgar: EdgarServer, tmp_path: Path) -> None:
     summary = _fetch(
         _settings(tmp_path, edgar),
