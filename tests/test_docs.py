@@ -17,7 +17,9 @@ import typer
 from findata.cli import app
 from findata.contracts.endpoints import endpoint_names, load_endpoint_contract
 from findata.contracts.errors import load_errors
+from findata.contracts.landing import landing_format_names
 from findata.settings import Settings
+from findata.sources.landing import LANDING_SOURCES
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -256,3 +258,24 @@ def test_every_file_the_docs_name_exists(page: Path) -> None:
         if match and not (ROOT / match.group(1)).exists():
             missing.append(match.group(1))
     assert not missing, missing
+
+
+LANDING_GENERATOR = DOCS / "generate_landing_reference.py"
+
+
+def test_the_vendor_file_formats_are_generated_from_the_landing_contracts() -> None:
+    result = subprocess.run(
+        [sys.executable, str(LANDING_GENERATOR), "--check"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.parametrize("name", landing_format_names())
+def test_each_vendor_format_has_an_example_file_its_reader_reads(name: str) -> None:
+    example = DOCS / "examples" / "landing" / f"{name}.csv"
+    rows = LANDING_SOURCES[name].read_unit(example)[name]
+    assert len(rows) == len(example.read_text().splitlines()) - 1 > 0
