@@ -60,6 +60,8 @@ _SETTLED_AFTER_DAYS = 2
 FIRST_FETCH_DAYS = 7
 
 Outcome = Literal["landed", "unchanged", "missing"]
+#: landed paths a summary lists
+LANDED_SHOWN = 200
 
 
 @dataclass(frozen=True)
@@ -119,9 +121,12 @@ class FetchSummary:
     landed: list[str] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
-        """The summary as a JSON object (landed paths sorted)."""
+        """The summary as a JSON object: the first ``LANDED_SHOWN`` landed paths, sorted (a bulk
+        load lands hundreds of thousands), and how many more."""
         data = asdict(self)
-        data["landed"] = sorted(path.removeprefix("landing/") for path in self.landed)
+        landed = sorted(path.removeprefix("landing/") for path in self.landed)
+        data["landed"] = landed[:LANDED_SHOWN]
+        data["landed_not_shown"] = len(landed[LANDED_SHOWN:])
         return data
 
 
@@ -247,10 +252,10 @@ class SecFetch:
         filed = {e.cik for e in wanted}
         filed_facts = {e.cik for e in wanted if e.form in _FACTS_FORMS}
         if universe.ciks is None:
-            if not self.manifest.fetched_ciks("sec/submissions"):
-                self._bulk("submissions")
-                if facts:
-                    self._bulk("companyfacts")
+            # a first load only: later fetches keep companies current by what they file
+            self._bulk("submissions")
+            if facts:
+                self._bulk("companyfacts")
             new_submissions, new_facts = set(), set()
         else:
             # a company never fetched (but not one the SEC answered 404, until it files)
@@ -262,16 +267,21 @@ class SecFetch:
             new_facts = universe.ciks - self.manifest.fetched_ciks("sec/companyfacts")
         self._each(lambda cik: self._submissions(cik), sorted(filed | new_submissions))
         if facts:
-            urls = [
-                (cik, f"{self.data}/api/xbrl/companyfacts/CIK{cik:010d}.json")
-                for cik in sorted(filed_facts | new_facts)
-            ]
+            # a company the SEC has no facts for (404) is asked again once it files a 10-K/10-Q
+            new_facts = {cik for cik in new_facts if not self.manifest.is_missing(self._facts(cik))}
             self._each(
-                lambda item: self._fetch(
-                    item[1], Kind.JSON, f"landing/sec/companyfacts/CIK{item[0]:010d}.json", True
+                lambda cik: self._fetch(
+                    self._facts(cik),
+                    Kind.JSON,
+                    f"landing/sec/companyfacts/CIK{cik:010d}.json",
+                    True,
                 ),
-                [(cik, url) for cik, url in urls if not self.manifest.is_missing(url)],
+                sorted(filed_facts | new_facts),
             )
+
+    def _facts(self, cik: int) -> str:
+        """The URL of a company's companyfacts."""
+        return f"{self.data}/api/xbrl/companyfacts/CIK{cik:010d}.json"
 
     def _submissions(self, cik: int) -> None:
         """A company's submissions JSON and the continuation pages it lists."""
@@ -291,10 +301,13 @@ class SecFetch:
             )
 
     def _bulk(self, name: Literal["submissions", "companyfacts"]) -> None:
-        """A first load of every company from the SEC's nightly archive ``<name>.zip``."""
+        """A first load of every company from the SEC's nightly archive ``<name>.zip`` (once:
+        an archive fetched before is not asked again)."""
         archive = f"fetch/sec/bulk/{name}.zip"
         url = f"{self.www}/Archives/edgar/daily-index/bulkdata/{name}.zip"
-        if self._fetch(url, Kind.ZIP, archive, mutable=True) != "landed":
+        if self.manifest.file(url) is not None:
+            return
+        if self._fetch(url, Kind.ZIP, archive, mutable=False) != "landed":
             return
         with zipfile.ZipFile(self.home / archive) as members:
             for info in members.infolist():

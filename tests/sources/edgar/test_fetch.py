@@ -243,6 +243,15 @@ def test_a_truncated_bulk_archive_is_fetched_again(edgar: EdgarServer, tmp_path:
         ).hexdigest()
     )
     assert "sec/companyfacts/CIK0001835632.json" in landed
+    # the archives are a first load: a later fetch does not ask for them again
+    before = len(edgar.log)
+    _fetch(
+        _settings(tmp_path, edgar),
+        FetchRequest(
+            since=dt.date(2021, 12, 16), until=dt.date(2021, 12, 16), forms=frozenset({"10-K"})
+        ),
+    )
+    assert not any(entry.path.endswith(".zip") for entry in edgar.log[before:])
 
 
 def test_no_identity_no_request(edgar: EdgarServer, tmp_path: Path) -> None:
