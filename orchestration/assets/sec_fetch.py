@@ -51,8 +51,7 @@ def sec_edgar(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
 
 sec_fetch_job = dg.define_asset_job(
     "sec_fetch",
-    selection=dg.AssetSelection.assets(SEC_FETCH),
-    partitions_def=SEC_FILING_DAYS,
+    selection=dg.AssetSelection.assets(SEC_FETCH),  # its partitions are the asset's
     description="The SEC's files of filing days into landing.",
 )
 

@@ -35,7 +35,7 @@ def test_the_published_assets_are_late_an_hour_after_a_scheduled_refresh_that_di
     None
 ):
     graph = defs.resolve_asset_graph()
-    (schedule,) = [s for s in defs.schedules or [] if isinstance(s, dg.ScheduleDefinition)]
+    schedule = defs.resolve_schedule_def("daily_refresh")
     assert isinstance(schedule.cron_schedule, str)
     for key in (PUBLISHED_VERSION, CHANGE_RECORDS, DATA_CHANGED_EVENT):
         policy = graph.get(key).freshness_policy
