@@ -3,6 +3,7 @@ dbt model an asset, a blocking contract check per dataset, the publish assets, s
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -86,23 +87,49 @@ def test_findata_ui_runs_the_schedule_and_the_sensor_by_default(tmp_path: Path) 
     }
 
 
-@pytest.mark.parametrize(("setting", "status"), [(None, "RUNNING"), ("false", "STOPPED")])
-def test_a_setting_turns_the_schedule_and_the_sensor_off(
-    tmp_path: Path, setting: str | None, status: str
-) -> None:
-    env = {**os.environ, "FINDATA_HOME": str(tmp_path), "DAGSTER_HOME": str(tmp_path)}
-    env.pop("FINDATA_SCHEDULED_REFRESH", None)
-    if setting is not None:
-        env["FINDATA_SCHEDULED_REFRESH"] = setting
+def _default_statuses(home: Path, settings: dict[str, str | None]) -> dict[str, str]:
+    """The default status of every schedule and sensor, as a process with ``settings`` (None:
+    unset) in its environment loads the definitions."""
+    env = {**os.environ, "FINDATA_HOME": str(home), "DAGSTER_HOME": str(home)}
+    for name, value in settings.items():
+        env.pop(name, None)
+        if value is not None:
+            env[name] = value
     code = (
+        "import json\n"
         "from findata.orchestration.definitions import defs\n"
-        "print(defs.resolve_schedule_def('daily_refresh').default_status.value,"
-        " defs.resolve_sensor_def('new_landing_files').default_status.value)"
+        "print(json.dumps({d.name: d.default_status.value for d in [*defs.schedules, "
+        "*defs.sensors]}))"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
     )
-    assert out.stdout.strip().splitlines()[-1] == f"{status} {status}"
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize(("setting", "status"), [(None, "RUNNING"), ("false", "STOPPED")])
+def test_a_setting_turns_the_schedule_and_the_sensor_off(
+    tmp_path: Path, setting: str | None, status: str
+) -> None:
+    statuses = _default_statuses(tmp_path, {"FINDATA_SCHEDULED_REFRESH": setting})
+    assert (statuses["daily_refresh"], statuses["new_landing_files"]) == (status, status)
+
+
+@pytest.mark.parametrize(
+    ("agent", "scheduled", "status"),
+    [
+        ("Example Co admin@example.com", None, "RUNNING"),
+        ("Example Co admin@example.com", "false", "STOPPED"),
+        (None, None, "STOPPED"),
+    ],
+)
+def test_the_sec_fetch_runs_by_default_once_the_home_says_who_it_is(
+    tmp_path: Path, agent: str | None, scheduled: str | None, status: str
+) -> None:
+    statuses = _default_statuses(
+        tmp_path, {"FINDATA_SEC_USER_AGENT": agent, "FINDATA_SCHEDULED_REFRESH": scheduled}
+    )
+    assert (statuses["sec_fetch_daily"], statuses["refresh_after_sec_fetch"]) == (status, status)
 
 
 def test_the_sensor_skips_an_empty_landing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -5,9 +5,6 @@ the stand-in for EDGAR lands that day's filings."""
 from __future__ import annotations
 
 import hashlib
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,11 +15,11 @@ from findata.orchestration.assets.sec_fetch import SEC_FETCH, sec_edgar
 from findata.orchestration.definitions import defs
 from tests.sources.edgar.edgar_server import (
     FIXTURES,
-    IDENTITY,
     TESLA,
     TESLA_FORM4,
     EdgarServer,
     serve_recorded,
+    stand_in_environment,
 )
 
 
@@ -53,11 +50,7 @@ def test_materialising_a_day_lands_its_filings(
     edgar: EdgarServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     for name, value in {
-        "FINDATA_HOME": str(tmp_path),
-        "FINDATA_SEC_USER_AGENT": IDENTITY,
-        "FINDATA_SEC_WWW_URL": edgar.www_url,
-        "FINDATA_SEC_DATA_URL": edgar.data_url,
-        "FINDATA_SEC_REQUESTS_PER_SECOND": "10",
+        **stand_in_environment(edgar, tmp_path),
         "FINDATA_SEC_CIKS": f"[{TESLA}]",
         "FINDATA_SEC_FORMS": '["4"]',
     }.items():
@@ -77,29 +70,3 @@ def test_materialising_a_day_lands_its_filings(
         hashlib.sha256(landed.read_bytes()).digest() == hashlib.sha256(source.read_bytes()).digest()
     )
     assert not (tmp_path / "landing" / "sec" / "companyfacts").exists()  # forms: 4 alone
-
-
-@pytest.mark.parametrize(
-    ("agent", "scheduled", "status"),
-    [(IDENTITY, None, "RUNNING"), (IDENTITY, "false", "STOPPED"), (None, None, "STOPPED")],
-)
-def test_the_fetch_schedule_runs_by_default_once_the_home_says_who_it_is(
-    tmp_path: Path, agent: str | None, scheduled: str | None, status: str
-) -> None:
-    env = {**os.environ, "FINDATA_HOME": str(tmp_path), "DAGSTER_HOME": str(tmp_path)}
-    for name, value in (
-        ("FINDATA_SEC_USER_AGENT", agent),
-        ("FINDATA_SCHEDULED_REFRESH", scheduled),
-    ):
-        env.pop(name, None)
-        if value is not None:
-            env[name] = value
-    code = (
-        "from findata.orchestration.definitions import defs\n"
-        "print(defs.resolve_schedule_def('sec_fetch_daily').default_status.value,"
-        " defs.resolve_sensor_def('refresh_after_sec_fetch').default_status.value)"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
-    )
-    assert out.stdout.strip().splitlines()[-1] == f"{status} {status}"

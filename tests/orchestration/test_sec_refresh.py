@@ -17,7 +17,13 @@ from findata.settings import get_settings
 from findata.sources.edgar.fetch import FetchRequest, fetch_sec
 from tests.api.server import serve
 from tests.databases import upgraded
-from tests.sources.edgar.edgar_server import IDENTITY, LTS, MARVELL, TESLA, serve_recorded
+from tests.sources.edgar.edgar_server import (
+    LTS,
+    MARVELL,
+    TESLA,
+    serve_recorded,
+    stand_in_environment,
+)
 
 EXAMPLES = Path(__file__).parents[2] / "docs" / "examples" / "landing"
 
@@ -27,13 +33,7 @@ def test_fetched_filings_are_published_and_served(
 ) -> None:
     edgar = serve_recorded()
     try:
-        for name, value in {
-            "FINDATA_HOME": str(tmp_path),
-            "FINDATA_SEC_USER_AGENT": IDENTITY,
-            "FINDATA_SEC_WWW_URL": edgar.www_url,
-            "FINDATA_SEC_DATA_URL": edgar.data_url,
-            "FINDATA_SEC_REQUESTS_PER_SECOND": "10",
-        }.items():
+        for name, value in stand_in_environment(edgar, tmp_path).items():
             monkeypatch.setenv(name, value)
         settings = get_settings()
         clock = ManualClock(dt.datetime(2023, 11, 20, tzinfo=dt.UTC))

@@ -345,3 +345,14 @@ def serve_recorded(limit_per_second: int = 1000) -> EdgarServer:
     ticker_list = EDGAR / "www" / "files" / "company_tickers_exchange.json"
     server.add_file("/www/files/company_tickers_exchange.json", ticker_list.read_bytes())
     return server.start()
+
+
+def stand_in_environment(server: EdgarServer, home: Path, rate: float = 10) -> dict[str, str]:
+    """The settings, as environment variables, that point ``home``'s fetch at ``server``."""
+    return {
+        "FINDATA_HOME": str(home),
+        "FINDATA_SEC_USER_AGENT": IDENTITY,
+        "FINDATA_SEC_WWW_URL": server.www_url,
+        "FINDATA_SEC_DATA_URL": server.data_url,
+        "FINDATA_SEC_REQUESTS_PER_SECOND": str(rate),
+    }

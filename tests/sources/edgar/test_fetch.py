@@ -36,6 +36,7 @@ from tests.sources.edgar.edgar_server import (
     TESLA_FORM4,
     EdgarServer,
     serve_recorded,
+    stand_in_environment,
 )
 
 #: the day after the last filing day fetched in these tests
@@ -282,14 +283,7 @@ def test_a_recorded_daily_form_index_reads_whole() -> None:
 def _command(
     home: Path, server: EdgarServer, *args: str, rate: float = 10
 ) -> subprocess.Popen[str]:
-    environment = {
-        **os.environ,
-        "FINDATA_HOME": str(home),
-        "FINDATA_SEC_USER_AGENT": IDENTITY,
-        "FINDATA_SEC_WWW_URL": server.www_url,
-        "FINDATA_SEC_DATA_URL": server.data_url,
-        "FINDATA_SEC_REQUESTS_PER_SECOND": str(rate),
-    }
+    environment = {**os.environ, **stand_in_environment(server, home, rate)}
     findata = Path(sys.executable).parent / "findata"
     return subprocess.Popen(
         [str(findata), "sec", "fetch", *args],
