@@ -74,7 +74,6 @@ class RequestCounts:
     retries: int = 0
     not_modified: int = 0
     missing: int = 0
-    bytes_received: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def add(self, **amounts: int) -> None:
@@ -194,12 +193,9 @@ class EdgarClient:
                 raise _Retryable(f"{status} {response.reason_phrase}")
             if status != 200:
                 raise SecFetchError(f"{url} answered {status} {response.reason_phrase}")
-            received = 0
             with into.open("wb") as file:
                 for chunk in response.iter_bytes():
                     file.write(chunk)
-                    received += len(chunk)
-            self.counts.add(bytes_received=received)
             validators = response.headers.get("ETag"), response.headers.get("Last-Modified")
         try:
             check_body(kind, into)

@@ -39,7 +39,7 @@ from typing import Any, Literal
 from findata.clock import Clock, utc_today
 from findata.settings import Settings
 from findata.sources.edgar.bodies import Kind
-from findata.sources.edgar.client import EdgarClient, checked_identity
+from findata.sources.edgar.client import Download, EdgarClient, checked_identity
 from findata.sources.edgar.form_index import IndexEntry, daily_form_index_path, read_form_index
 from findata.sources.edgar.manifest import FetchedFile, FetchManifest
 from findata.sources.edgar.rate_limit import SharedRateLimit
@@ -355,7 +355,7 @@ class SecFetch:
             return "missing"  # a 13F without its information table (a notice) has no holdings
         staging = Path(tempfile.mkdtemp(dir=self.tmp))
         for name, as_name in (("primary_doc.xml", "primary_doc.xml"), (tables[0], "infotable.xml")):
-            if self._download(f"{folder}/{name}", Kind.XML, staging / as_name) is None:
+            if self._download(f"{folder}/{name}", Kind.XML, staging / as_name).status == "missing":
                 return "missing"
         self._place(staging, landed / accession)
         return "landed"
@@ -377,13 +377,13 @@ class SecFetch:
         if not (present or mutable or ask_missing) and self.manifest.is_missing(url):
             return "missing"
         conditional = known if present else None
-        downloaded = self._download(url, kind, self.tmp / _temp_name(), conditional)
-        if downloaded is None:
+        body = self.tmp / _temp_name()
+        downloaded = self._download(url, kind, body, conditional)
+        if downloaded.status == "missing":
             return "missing"
-        if downloaded == "not_modified":
+        if downloaded.status == "not_modified":
             self._tally(unchanged=1)
             return "unchanged"
-        body, etag, last_modified = downloaded
         digest, size = _sha256(body), body.stat().st_size
         if present and known is not None and known.sha256 == digest:
             body.unlink()
@@ -393,15 +393,15 @@ class SecFetch:
         if path.startswith("landing/"):  # the summary counts what landed, not the fetch's own
             self._tally(landed=path, size=size)
         self.manifest.record_file(
-            FetchedFile(url, path, size, digest, etag, last_modified), self.clock.now()
+            FetchedFile(url, path, size, digest, downloaded.etag, downloaded.last_modified),
+            self.clock.now(),
         )
         return "landed"
 
     def _download(
         self, url: str, kind: Kind, into: Path, known: FetchedFile | None = None
-    ) -> tuple[Path, str | None, str | None] | Literal["not_modified"] | None:
-        """``url`` into ``into``: the file with its validators, ``not_modified``, or None (a
-        404, recorded)."""
+    ) -> Download:
+        """``url`` into ``into`` (conditionally on ``known``'s validators); a 404 is recorded."""
         result = self.client.download(
             url,
             kind,
@@ -411,10 +411,7 @@ class SecFetch:
         )
         if result.status == "missing":
             self.manifest.record_missing(url, self.clock.now())
-            return None
-        if result.status == "not_modified":
-            return "not_modified"
-        return into, result.etag, result.last_modified
+        return result
 
     def _place(self, source: Path, target: Path) -> None:
         """Move a whole file or folder into place with one rename (same file system)."""
