@@ -39,13 +39,13 @@ class FindataTranslator(DagsterDbtTranslator):
         return dbt_resource_props.get("schema") or "dbt"
 
 
+#: the file whose lock one parse of the project holds (beside the manifest)
+PARSE_LOCK = ".parse.lock"
+
 # dbt's tests as asset checks would cost ~300 Dagster events a refresh (planned, evaluated,
 # carried for the marts left as built), each a commit to the event log: ~1-2 s of a small
 # one-day refresh on the SQLite default (docs/benchmarks.md). dbt build runs them all the
 # same and stops on a failing one
-#: the file whose lock one parse of the project holds (beside the manifest)
-PARSE_LOCK = ".parse.lock"
-
 TRANSLATOR = FindataTranslator(settings=DagsterDbtTranslatorSettings(enable_asset_checks=False))
 
 dbt_environment(get_settings())
