@@ -4,6 +4,8 @@ Layout of landing (each folder holds files of one format):
 
 - ``sec/submissions/CIK##########.json`` (and ``-submissions-NNN`` pages): SEC submissions JSON
 - ``sec/companyfacts/CIK##########.json``: SEC companyfacts JSON (XBRL facts)
+- ``sec/company_tickers/company_tickers_exchange.YYYYMMDD.json``: the SEC's company list as seen
+  on that day (tickers and exchanges)
 - ``sec/form4/*.xml``: Form 4 ``ownershipDocument``
 - ``sec/13f/<accession>/primary_doc.xml`` + ``infotable.xml``, or ``sec/13f/*.txt`` (EDGAR's
   full-submission text file): 13F-HR
@@ -39,6 +41,7 @@ from findata.sources.readers.form13f import (
 )
 from findata.sources.readers.index_membership import read_index_membership
 from findata.sources.readers.prices import read_prices
+from findata.sources.readers.sec_company_tickers import read_company_tickers
 from findata.sources.readers.sec_companyfacts import read_companyfacts
 from findata.sources.readers.sec_submissions import Company, read_submissions
 from findata.sources.readers.security_master import read_security_master
@@ -122,6 +125,11 @@ def read_submissions_unit(path: Path) -> Tables:
     }
 
 
+def read_company_tickers_unit(path: Path) -> Tables:
+    """One snapshot of the SEC's company list: its tickers, as seen on the day it names."""
+    return {"sec_company_tickers": read_company_tickers(path)}
+
+
 def read_companyfacts_unit(path: Path) -> Tables:
     """One companyfacts file: every XBRL fact of one company."""
     return {"sec_facts": read_companyfacts(path)}
@@ -193,6 +201,12 @@ LANDING_SOURCES: dict[str, LandingSource] = {
         ("sec_companies", "sec_filings", "sec_tickers", "sec_former_names"),
         read_submissions_unit,
         ("*.json",),
+    ),
+    "sec_company_tickers": LandingSource(
+        "sec/company_tickers",
+        ("sec_company_tickers",),
+        read_company_tickers_unit,
+        ("company_tickers_exchange.*.json",),
     ),
     "sec_companyfacts": LandingSource(
         "sec/companyfacts", ("sec_facts",), read_companyfacts_unit, ("*.json",)

@@ -6,15 +6,18 @@ row tagged with its unit's key and its position in the unit) with ``units.json``
 units the files hold, the files, the tables' column types, the load that wrote them and the
 fingerprint of the code that parsed them (``reading_code_fingerprint``: a cache parsed by other
 readers is not used, so a reader's new column reaches every row). A refresh parses the new and
-changed units only. Then either:
+changed units only. Every table is written with the columns and types of
+``contracts/raw_tables.yaml`` (``raw.declared_rows``), whichever units are there: a source
+without any unit gives empty tables of those columns, and a reader's column the contract lacks
+is an error. Then either:
 
 - **appended**: when the units held are the first units of landing, in the same order, the
-  warehouse's raw tables are the ones this cache's last load wrote, and the new rows have the
-  raw tables' columns and types (a new day's price file, say), the new rows are written to a
-  file of their own beside the cached ones and inserted after the raw tables' rows: the order
-  a merge would give, without rewriting what was there;
-- **merged**: otherwise (a unit changed, was removed or sorts before a held one, new columns,
-  or ``MAX_FILES`` files per table already), DuckDB merges the new rows with the cached ones of
+  warehouse's raw tables are the ones this cache's last load wrote, and the held columns are
+  the contract's (a new day's price file, say), the new rows are written to a file of their
+  own beside the cached ones and inserted after the raw tables' rows: the order a merge would
+  give, without rewriting what was there;
+- **merged**: otherwise (a unit changed, was removed or sorts before a held one, or
+  ``MAX_FILES`` files per table already), DuckDB merges the new rows with the cached ones of
   known units (units in landing order, rows in unit order), writes the raw tables from the
   result and the cache again as one file per table.
 
@@ -42,9 +45,16 @@ import pandas as pd
 
 import findata.contracts
 import findata.sources.readers
+from findata.contracts.raw_tables import raw_table_columns
 from findata.sources import landing as landing_module
 from findata.sources.landing import LANDING_SOURCES, LandingSource, concat_frames, unit_key
-from findata.sources.raw import RAW_SCHEMA, cache_load, raw_transaction
+from findata.sources.raw import (
+    RAW_SCHEMA,
+    cache_load,
+    declared_rows,
+    raw_transaction,
+    typed_columns,
+)
 
 UNITS_FILE = "units.json"
 #: parsed rows pandas holds per table before DuckDB takes them (a few hundred MB at most)
@@ -58,7 +68,8 @@ _POSITION = "_landing_position"
 @once
 def reading_code_fingerprint() -> str:
     """The contents of the code that turns landing files into rows: the readers, the landing
-    sources (``landing.py``) and the landing contracts."""
+    sources (``landing.py``), the landing contracts and the raw tables' contract (the columns
+    and types the rows are cast to)."""
     readers = Path(findata.sources.readers.__file__).parent
     contracts = Path(findata.contracts.__file__).parent
     files = [
@@ -66,6 +77,8 @@ def reading_code_fingerprint() -> str:
         Path(landing_module.__file__),
         contracts / "landing.py",
         *sorted((contracts / "landing").glob("*.yaml")),
+        contracts / "raw_tables.py",
+        contracts / "raw_tables.yaml",
     ]
     digest = hashlib.sha256()
     for path in files:
@@ -114,7 +127,7 @@ def load_source(
             appended = (
                 held is not None
                 and _appendable(held, keys, files, cache_load(database, name))
-                and _stage_appended(con, cache, files, held["columns"], fresh, staged)
+                and _stage_appended(con, held["columns"], fresh, staged)
             )
             if appended:
                 types = held["columns"]
@@ -259,7 +272,8 @@ def _parse_into(
             if counted[table] >= batch_rows:
                 flush(table)
     for table in source.tables:
-        # a last batch of rows; or, when no unit gave any, one of empty frames: their columns
+        # a last batch of rows; or, when no unit gave any, one of empty frames: a column of
+        # theirs the raw tables' contract lacks is refused all the same
         if counted[table] or (pending[table] and not made[table]):
             flush(table)
     return made
@@ -280,7 +294,13 @@ def _tagged_batch(frames: list[tuple[str, pd.DataFrame]]) -> pd.DataFrame:
 
 def _typed(columns: list[list[str]]) -> str:
     """The columns cast to their types: Parquet keeps no ``TIMESTAMP_S``, the readers' dates."""
-    return ", ".join(f'CAST("{c}" AS {t}) AS "{c}"' for c, t in columns)
+    return typed_columns(columns)
+
+
+def _declared(table: str) -> list[list[str]]:
+    """Raw ``table``'s columns and types as the contract declares them (as ``units.json``
+    keeps them: lists)."""
+    return [[column, kind] for column, kind in raw_table_columns()[table]]
 
 
 def _union(
@@ -291,9 +311,11 @@ def _union(
     known_only: bool,
     fresh: list[str],
 ) -> tuple[str, list[list[str]]]:
-    """The cached rows (of known units, or none: then only their columns and types) and the
-    ``fresh`` temp tables' rows, as one SQL union by name; with its columns and types (the unit
-    and position columns left out)."""
+    """The cached rows (of known units, or none) and the ``fresh`` temp tables' rows, as one
+    SQL query of the contract's columns and types (``declared_rows``, which refuses a column
+    the contract lacks) followed by the unit and position columns; with those columns and
+    types (the unit and position columns left out). No part at all (a source without any
+    unit) gives the contract's columns and no rows."""
     parts = []
     if columns is not None and cached:  # the cache's files and units.json are all there
         paths = ", ".join(f"'{path}'" for path in cached)
@@ -302,12 +324,9 @@ def _union(
             f"SELECT {_typed(columns)}, {_UNIT}, {_POSITION} FROM read_parquet([{paths}]) "
             f"WHERE {where}"
         )
-    parts.extend(f'SELECT * FROM "{table}"' for table in fresh)
-    if not parts:  # a source without any unit: DuckDB refuses a table without columns
-        raise ValueError(f"no landing file to read into {table}")
-    union = " UNION ALL BY NAME ".join(f"({part})" for part in parts)
-    described = con.execute(f"DESCRIBE {union}").fetchall()
-    return union, [[name, kind] for name, kind, *_ in described if name not in (_UNIT, _POSITION)]
+    parts.extend(f'SELECT * FROM "{batch}"' for batch in fresh)
+    union = declared_rows(con, table, parts, ((_UNIT, "VARCHAR"), (_POSITION, "BIGINT")))
+    return union, _declared(table)
 
 
 def _copy_in_landing_order(con: duckdb.DuckDBPyConnection, union: str, target: Path) -> None:
@@ -337,21 +356,20 @@ def _stage_merged(
 
 def _stage_appended(
     con: duckdb.DuckDBPyConnection,
-    cache: Path,
-    files: dict[str, list[str]],
     columns: dict[str, list[list[str]]],
     fresh: dict[str, list[str]],
     staged: dict[str, Path],
 ) -> bool:
     """Write each table's new rows to its staging file (none for a table without new rows),
-    typed as a merge would type them, in landing order; False, writing nothing, when a merge
-    would change a raw table's columns or types."""
+    typed as a merge would type them (the contract's types), in landing order; False, writing
+    nothing, when the held ``columns`` are not the contract's (a merge would change the raw
+    table's columns or types)."""
     unions = {}
     for table, batches in fresh.items():
         if not _count(con, batches):
             continue
-        cached = [cache / name for name in files[table]]
-        union, types = _union(con, table, cached, columns[table], False, batches)
+        # the cached rows add none here, and the contract types the new ones as a merge would
+        union, types = _union(con, table, [], None, False, batches)
         if types != columns[table]:
             return False
         unions[table] = union

@@ -5,16 +5,22 @@ whole when the source is read; dbt's staging models read them as sources. With t
 same transaction, the source's fingerprint (its files and the code that reads them) is kept in
 ``raw._landing_fingerprints``: a refresh whose fingerprint for a source is the one kept leaves
 that source's tables as they are.
+
+Every raw table has the columns of ``contracts/raw_tables.yaml``, in its order and cast to its
+types, whichever files arrived (``declared_rows``): a source without any file gives empty
+tables of those columns, and a reader giving a column the contract lacks is an error.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 import duckdb
 import pandas as pd
+
+from findata.contracts.raw_tables import RAW_TABLES_FILE, raw_table_columns
 
 RAW_SCHEMA = "raw"
 FINGERPRINTS = f"{RAW_SCHEMA}._landing_fingerprints"
@@ -30,15 +36,55 @@ def write_raw_tables(
     fingerprint: str | None = None,
 ) -> dict[str, int]:
     """Replace ``raw.<name>`` with each frame in one transaction, with ``source``'s
-    ``fingerprint`` when given; returns rows per table."""
+    ``fingerprint`` when given; returns rows per table. A table the raw-table contract declares
+    gets its columns and types (``declared_rows``; a frame without columns, a source without
+    files, gives an empty table); one it does not declare (a test's own) is the frame as is."""
+    declared = raw_table_columns()
     with raw_transaction(database, source, fingerprint) as con:
         for name, frame in tables.items():
-            con.register("frame_to_load", frame)
-            con.execute(
-                f'CREATE OR REPLACE TABLE {RAW_SCHEMA}."{name}" AS SELECT * FROM frame_to_load'
-            )
-            con.unregister("frame_to_load")
+            # DuckDB refuses a frame without columns: the contract's empty table stands in
+            parts = ["SELECT * FROM frame_to_load"] if len(frame.columns) else []
+            if parts:
+                con.register("frame_to_load", frame)
+            rows = declared_rows(con, name, parts) if name in declared else parts[0]
+            con.execute(f'CREATE OR REPLACE TABLE {RAW_SCHEMA}."{name}" AS {rows}')
+            if parts:
+                con.unregister("frame_to_load")
     return {name: len(frame) for name, frame in tables.items()}
+
+
+def typed_columns(columns: Iterable[Sequence[str]]) -> str:
+    """A select list of the ``(column, type)`` pairs, each cast to its type."""
+    return ", ".join(f'CAST("{c}" AS {t}) AS "{c}"' for c, t in columns)
+
+
+def declared_rows(
+    con: duckdb.DuckDBPyConnection,
+    table: str,
+    parts: list[str],
+    tags: Sequence[tuple[str, str]] = (),
+) -> str:
+    """The SQL of the rows of ``parts`` (queries, united by column name) as raw ``table`` is
+    declared in ``contracts/raw_tables.yaml``: its columns in order, each cast to its type
+    (null where no part has it), then the ``tags`` (column, type) the caller keeps beside them.
+    No part gives no rows. A part's column that is neither declared nor a tag raises
+    ``ValueError`` naming the table and the column."""
+    columns = raw_table_columns().get(table)
+    if columns is None:
+        raise ValueError(f"raw table {table} is not declared in {RAW_TABLES_FILE.name}")
+    columns = [*columns, *tags]
+    # a part of every column typed and no row: the union has each column, whatever the parts
+    nulls = ", ".join(f'CAST(NULL AS {t}) AS "{c}"' for c, t in columns)
+    empty = f"SELECT {nulls} WHERE false"
+    union = " UNION ALL BY NAME ".join(f"({part})" for part in [empty, *parts])
+    names = {c for c, _ in columns}
+    for found, *_ in con.execute(f"DESCRIBE {union}").fetchall():
+        if found not in names:
+            raise ValueError(
+                f"raw table {table}: column {found!r} is not declared in {RAW_TABLES_FILE.name} "
+                "(a reader gives it: declare it there, with its type)"
+            )
+    return f"SELECT {typed_columns(columns)} FROM ({union})"
 
 
 @contextlib.contextmanager

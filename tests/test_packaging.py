@@ -186,6 +186,7 @@ def test_the_wheel_holds_only_the_findata_namespace(wheel: Path) -> None:
         "findata/contracts/endpoints/prices.yaml",
         "findata/contracts/datasets/prices.yaml",
         "findata/contracts/errors.yaml",
+        "findata/contracts/raw_tables.yaml",
         "findata/control_plane/migrations/env.py",
         "findata/orchestration/dagster_instance.py",
         "findata/transforms/dbt_project.yml",

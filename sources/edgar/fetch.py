@@ -3,7 +3,9 @@ run.
 
 A fetch covers a range of filing days and a universe of companies (``universe.py``):
 
-1. the company list (only to turn tickers or exchanges into CIKs);
+1. the company list (``company_tickers_exchange.json``), which turns tickers and exchanges into
+   CIKs and, landed whole as ``landing/sec/company_tickers/company_tickers_exchange.YYYYMMDD.json``
+   on each day it changed, is the history of the SEC's tickers (the security master's SEC rows);
 2. each day's form index, kept under ``$FINDATA_HOME/fetch/sec/daily-index`` (a day without one
    — a weekend, a holiday — is settled once it is two days old; a later day is asked again);
 3. submissions (``landing/sec/submissions/CIK##########.json`` and its ``filings.files``
@@ -44,6 +46,7 @@ from findata.sources.edgar.form_index import IndexEntry, daily_form_index_path, 
 from findata.sources.edgar.manifest import FetchedFile, FetchManifest
 from findata.sources.edgar.rate_limit import SharedRateLimit
 from findata.sources.edgar.universe import Universe, choose_universe, read_company_list
+from findata.sources.readers.sec_company_tickers import snapshot_name
 
 #: what ``--forms`` may name, and the form types (with amendments) each stands for
 FORMS: dict[str, tuple[str, ...]] = {
@@ -62,6 +65,9 @@ FIRST_FETCH_DAYS = 7
 Outcome = Literal["landed", "unchanged", "missing"]
 #: landed paths a summary lists
 LANDED_SHOWN = 200
+#: the company list as last fetched, and where its snapshots land (under landing/)
+COMPANY_LIST = "fetch/sec/company_tickers_exchange.json"
+COMPANY_LIST_FOLDER = "sec/company_tickers"
 
 
 @dataclass(frozen=True)
@@ -188,7 +194,7 @@ class SecFetch:
         )
         if since > until:
             raise ValueError(f"--since {since} is after --until {until}")
-        universe = self._universe(request)
+        universe = self._universe(request, today)
         forms = {form for name in request.forms for form in FORMS[name]}
         entries = [e for e in self._index_entries(since, until, today) if universe.covers(e.cik)]
         wanted = [e for e in entries if e.form in forms]
@@ -214,15 +220,33 @@ class SecFetch:
             landed=self._landed,
         )
 
-    def _universe(self, request: FetchRequest) -> Universe:
+    def _universe(self, request: FetchRequest, today: dt.date) -> Universe:
+        """The company list, fetched (if changed) and landed as the day's snapshot; the
+        universe the request names in it."""
+        url = f"{self.www}/files/company_tickers_exchange.json"
         listed = None
-        if request.tickers or request.exchanges:
-            path = "fetch/sec/company_tickers_exchange.json"
-            self._fetch(f"{self.www}/files/company_tickers_exchange.json", Kind.JSON, path, True)
-            listed = read_company_list(self.home / path)
+        if self._fetch(url, Kind.JSON, COMPANY_LIST, True) != "missing":
+            self._land_company_list(today)
+            listed = read_company_list(self.home / COMPANY_LIST)
         return choose_universe(
             listed, ciks=request.ciks, tickers=request.tickers, exchanges=request.exchanges
         )
+
+    def _land_company_list(self, today: dt.date) -> None:
+        """Land the company list as ``today``'s snapshot when it differs from the latest one
+        landed: the snapshots are the only history of tickers the SEC gives (a ticker is known
+        listed from the first snapshot that has it), so each change is kept, whatever the
+        universe."""
+        folder = self.home / "landing" / COMPANY_LIST_FOLDER
+        current = (self.home / COMPANY_LIST).read_bytes()
+        landed = sorted(folder.glob("company_tickers_exchange.*.json"))
+        if landed and landed[-1].read_bytes() == current:
+            return
+        target = folder / snapshot_name(today)
+        staged = self.tmp / _temp_name()
+        staged.write_bytes(current)
+        self._place(staged, target)
+        self._tally(landed=str(target.relative_to(self.home)), size=len(current))
 
     def _index_entries(self, since: dt.date, until: dt.date, today: dt.date) -> list[IndexEntry]:
         """Every entry of the form indexes of ``since``..``until``, fetching those not settled."""

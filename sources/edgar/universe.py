@@ -7,9 +7,10 @@ Tickers and exchanges are looked up in the SEC's company list (``company_tickers
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
+
+from findata.sources.readers.sec_company_tickers import read_company_list_rows
 
 
 @dataclass(frozen=True)
@@ -36,17 +37,7 @@ class Universe:
 
 def read_company_list(path: Path) -> list[ListedTicker]:
     """The rows of a ``company_tickers_exchange.json``."""
-    document = json.loads(path.read_bytes())
-    columns = {name: i for i, name in enumerate(document["fields"])}
-    return [
-        ListedTicker(
-            cik=int(row[columns["cik"]]),
-            name=str(row[columns["name"]]),
-            ticker=str(row[columns["ticker"]]),
-            exchange=row[columns["exchange"]] or None,
-        )
-        for row in document["data"]
-    ]
+    return [ListedTicker(**row) for row in read_company_list_rows(path)]
 
 
 def choose_universe(

@@ -10,6 +10,7 @@ import duckdb
 import pandas as pd
 from conftest import Demo
 
+from findata.contracts.raw_tables import raw_table_columns
 from findata.sources.landing import LANDING_SOURCES, read_source
 from findata.sources.landing_cache import BATCH_ROWS, UNITS_FILE, load_source
 from findata.sources.raw import write_raw_tables
@@ -79,6 +80,33 @@ def test_cached_loads_equal_direct_reads(small_demo: Demo, tmp_path: Path) -> No
             for a, b in (("direct", kind) for kind in kinds[1:])
             for difference in _tables_differ(con, a, b, table)
         ]
+    assert differences == []
+
+
+def test_a_landing_of_one_source_gives_every_raw_table(small_demo: Demo, tmp_path: Path) -> None:
+    """Only the demo's Form 4s landed: every source loads through the cache, each absent
+    source's tables empty with the contract's columns and types, the cache giving what the
+    direct path gives (an absent source's frames have no columns at all)."""
+    landing = tmp_path / "landing"
+    shutil.copytree(small_demo.landing / "sec" / "form4", landing / "sec" / "form4")
+    cached, direct = tmp_path / "cached.duckdb", tmp_path / "direct.duckdb"
+    rows = {}
+    for name in LANDING_SOURCES:
+        rows.update(_load(landing, name, tmp_path / "cache" / name, cached))
+        write_raw_tables(direct, read_source(landing, name))
+    form4 = LANDING_SOURCES["sec_form4"].tables
+    declared = raw_table_columns()
+    assert sorted(rows) == sorted(declared)
+    assert all(rows[t] for t in form4) and not any(rows[t] for t in rows if t not in form4)
+    with duckdb.connect() as con:
+        con.execute(f"ATTACH '{cached}' AS cached (READ_ONLY)")
+        con.execute(f"ATTACH '{direct}' AS direct (READ_ONLY)")
+        described = {
+            table: [(c, k) for c, k, *_ in con.execute(f'DESCRIBE cached.raw."{table}"').fetchall()]
+            for table in declared
+        }
+        differences = [d for t in declared for d in _tables_differ(con, "direct", "cached", t)]
+    assert described == declared
     assert differences == []
 
 

@@ -98,19 +98,24 @@ def test_a_first_fetch_lands_the_real_files_and_a_second_asks_only_whether_they_
         "sec/submissions/CIK0001835632.json",
         "sec/companyfacts/CIK0001835632.json",
         f"sec/form4/{TESLA_FORM4}_doc4.xml",
+        f"sec/company_tickers/company_tickers_exchange.{TODAY:%Y%m%d}.json",
     }
     # byte for byte what the SEC published (gzip on the wire, decoded)
     for path, source in (
         ("sec/submissions/CIK0001318605.json", REAL / "submissions" / "CIK0001318605.json"),
         ("sec/companyfacts/CIK0001835632.json", REAL / "companyfacts" / "CIK0001835632.json"),
         (f"sec/form4/{TESLA_FORM4}_doc4.xml", FIXTURES / "form4" / f"{TESLA_FORM4}_doc4.xml"),
+        (
+            f"sec/company_tickers/company_tickers_exchange.{TODAY:%Y%m%d}.json",
+            EDGAR / "www" / "files" / "company_tickers_exchange.json",
+        ),
     ):
         assert landed[path] == hashlib.sha256(source.read_bytes()).hexdigest(), path
     assert all(entry.gzip for entry in edgar.log if entry.status == 200)
     assert all(entry.user_agent == IDENTITY for entry in edgar.log)
     # Tesla filed other Form 4s that day: the index lists them, the server does not hold them
     assert first["missing"] > 0 and first["filings"] == 1
-    assert first["files"] == 5 and first["bytes"] == sum(
+    assert first["files"] == 6 and first["bytes"] == sum(
         (tmp_path / "landing" / p).stat().st_size for p in landed
     )
     assert first["requests"] == len(edgar.log)
@@ -130,11 +135,13 @@ def test_a_first_fetch_lands_the_real_files_and_a_second_asks_only_whether_they_
     second = _fetch(settings)
     asked = edgar.log[before:]
     assert second["files"] == 0 and second["landed"] == [] and _landed(tmp_path) == landed
-    # only what may have changed was asked again, conditionally: the submissions of the companies
-    # that filed in the window (a Form 4 each; no 10-K or 10-Q: no companyfacts)
+    # only what may have changed was asked again, conditionally: the company list, and the
+    # submissions of the companies that filed in the window (a Form 4 each; no 10-K or 10-Q: no
+    # companyfacts)
     assert sorted((e.path, e.status) for e in asked) == [
         ("/data/submissions/CIK0001318605.json", 304),
         ("/data/submissions/CIK0001835632.json", 304),
+        ("/www/files/company_tickers_exchange.json", 304),
     ]
 
 
@@ -186,6 +193,34 @@ def test_tickers_are_found_in_the_company_list(edgar: EdgarServer, tmp_path: Pat
     assert summary["companies"] == 1 and summary["unknown_tickers"] == ["NOSUCH"]
     assert f"sec/form4/{TESLA_FORM4}_doc4.xml" in summary["landed"]
     assert "sec/companyfacts/CIK0001835632.json" not in summary["landed"]
+
+
+def test_the_company_list_lands_as_a_snapshot_on_each_day_it_changed(
+    edgar: EdgarServer, tmp_path: Path
+) -> None:
+    settings = _settings(tmp_path, edgar)
+    request = FetchRequest(
+        since=dt.date(2021, 12, 16), until=dt.date(2021, 12, 16), ciks=REQUEST.ciks
+    )
+    listed = EDGAR / "www" / "files" / "company_tickers_exchange.json"
+    folder = tmp_path / "landing" / "sec" / "company_tickers"
+
+    def fetch_on(day: dt.datetime) -> list[str]:
+        fetch_sec(settings, request, ManualClock(day), sleep=lambda _: None)
+        return sorted(p.name for p in folder.iterdir())
+
+    first = fetch_on(TODAY)
+    assert fetch_on(TODAY + dt.timedelta(days=1)) == first  # unchanged: no new snapshot
+    # the SEC drops a ticker: the change lands as that day's snapshot, the earlier one is kept
+    document = json.loads(listed.read_bytes())
+    document["data"] = [row for row in document["data"] if row[2] != "TSLA"]
+    edgar.add_file("/www/files/company_tickers_exchange.json", json.dumps(document).encode())
+    later = TODAY + dt.timedelta(days=2)
+    assert fetch_on(later) == [*first, f"company_tickers_exchange.{later:%Y%m%d}.json"]
+    assert (folder / first[0]).read_bytes() == listed.read_bytes()
+    assert json.loads((folder / f"company_tickers_exchange.{later:%Y%m%d}.json").read_bytes()) == (
+        document
+    )
 
 
 def test_refusals_are_retried_with_backoff_and_lower_the_shared_rate(
@@ -305,7 +340,7 @@ def test_a_killed_fetch_resumes_with_what_is_missing_and_ends_as_an_uninterrupte
     out, err = command.communicate(timeout=300)
     assert command.returncode == 0, err
     summary = json.loads(out)
-    assert summary["files"] == len(_landed(whole)) == 5
+    assert summary["files"] == len(_landed(whole)) == 6
 
     killed = _command(resumed, edgar, *ARGS, rate=4)
     deadline = time.monotonic() + 120
