@@ -1,11 +1,11 @@
 """From EDGAR to the API: files fetched from the stand-in for EDGAR (recorded public filings),
-with the vendor files of the docs' examples beside them, are refreshed into a published version,
-and the API answers the real values they hold."""
+and nothing else (no vendor file: no prices, no security master), are refreshed into a published
+version, and the API answers the real values they hold, for companies known from the SEC's
+company list alone."""
 
 from __future__ import annotations
 
 import datetime as dt
-import shutil
 from pathlib import Path
 
 import pytest
@@ -21,11 +21,13 @@ from tests.sources.edgar.edgar_server import (
     LTS,
     MARVELL,
     TESLA,
+    TESLA_FORM4,
     serve_recorded,
     stand_in_environment,
 )
 
-EXAMPLES = Path(__file__).parents[2] / "docs" / "examples" / "landing"
+#: the day the fetch ran: the SEC's tickers are known from then on, not before
+FETCHED = dt.datetime(2023, 11, 20, tzinfo=dt.UTC)
 
 
 def test_fetched_filings_are_published_and_served(
@@ -36,16 +38,13 @@ def test_fetched_filings_are_published_and_served(
         for name, value in stand_in_environment(edgar, tmp_path).items():
             monkeypatch.setenv(name, value)
         settings = get_settings()
-        clock = ManualClock(dt.datetime(2023, 11, 20, tzinfo=dt.UTC))
+        clock = ManualClock(FETCHED)
         for day in (dt.date(2021, 12, 16), dt.date(2023, 11, 14)):
             request = FetchRequest(since=day, until=day, ciks=frozenset({TESLA, MARVELL, LTS}))
             fetch_sec(settings, request, clock, sleep=lambda _: None)
     finally:
         edgar.stop()
-    # prices, corporate actions, the security master and index rosters are vendor files
-    for example in EXAMPLES.glob("*.csv"):
-        (tmp_path / "landing" / example.stem).mkdir()
-        shutil.copy(example, tmp_path / "landing" / example.stem)
+    assert not (tmp_path / "landing" / "prices").exists()  # only what the SEC publishes
     upgraded(settings.control_plane_url)
     outcome = run_refresh(settings)
     assert outcome.success and outcome.version, outcome
@@ -71,3 +70,34 @@ def test_fetched_filings_are_published_and_served(
         assert (iff["report_date"], iff["filing_date"]) == ("2023-09-30", "2023-11-14")
         assert iff["accession"] == "0001894188-23-000007"
         assert len(rows) == 14  # every line of its information table
+
+        # Tesla, known from the SEC's company list alone: an issuer and its one ticker
+        resolved = api.client().get("/v1/resolve/TSLA", headers=headers)
+        assert resolved.status_code == 200, resolved.text
+        (entity,) = resolved.json()["data"]["TSLA"]["entities"]
+        assert entity["cik"] == f"{TESLA:010d}" and entity["name"] == "Tesla, Inc."
+        assert entity["exchange"] == "XNAS" and entity["country"] is None
+        assert entity["ticker_valid_from"] == FETCHED.date().isoformat()  # first seen, not before
+        # Elon Musk's Form 4 of 2021-12-16 (0000899243-21-048676): 2,151,940 shares of common
+        # stock acquired by exercising options at $6.24 (code M)
+        insiders = api.client().get(
+            "/v1/insiders/TSLA", params={"include_uncoded": "true"}, headers=headers
+        )
+        assert insiders.status_code == 200, insiders.text
+        lines = [row for row in insiders.json()["data"] if row["document_id"] == TESLA_FORM4]
+        exercise = next(
+            row for row in lines if row["transaction_code"] == "M" and not row["is_derivative"]
+        )
+        assert (exercise["shares"], exercise["price_per_share"]) == (2_151_940, 6.24)
+        assert exercise["transaction_date"] == "2021-12-16"
+        assert exercise["entity_id"] == entity["issuer_entity_id"]
+        # Marvell's 10-Q for the quarter ended 2023-10-28 (0001835632-23-000046): revenue
+        # $1,418.6 million, a net loss of $164.3 million
+        fundamentals = api.client().get(
+            "/v1/fundamentals/MRVL", params={"period": "quarterly"}, headers=headers
+        )
+        assert fundamentals.status_code == 200, fundamentals.text
+        quarter = next(
+            row for row in fundamentals.json()["data"] if row["period_end"] == "2023-10-28"
+        )
+        assert (quarter["revenue"], quarter["net_income"]) == (1_418_600_000, -164_300_000)

@@ -30,7 +30,7 @@ filing_index as (
 ),
 
 security_master as (
-    select * from {{ ref('stg_market__security_master') }}
+    select * from {{ ref('int_security_master_unioned') }}
 ),
 
 header_prints as (

@@ -2,7 +2,7 @@
 -- fundamentals read an issuer's XBRL facts through it, and fingerprint them through it.
 
 with security_master as (
-    select * from {{ ref('stg_market__security_master') }}
+    select * from {{ ref('int_security_master_unioned') }}
 ),
 
 issuer_ciks as (

@@ -2,7 +2,7 @@
 -- then entity_id). Metrics take the issuer's price from it.
 
 with security_master as (
-    select * from {{ ref('stg_market__security_master') }}
+    select * from {{ ref('int_security_master_unioned') }}
     where entity_grain = 'security'
 ),
 

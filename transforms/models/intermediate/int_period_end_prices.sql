@@ -24,7 +24,7 @@ issuer_securities as (
     select distinct
         issuer_entity_id,
         entity_id as security_entity_id
-    from {{ ref('stg_market__security_master') }}
+    from {{ ref('int_security_master_unioned') }}
     where entity_grain = 'security'
 ),
 

@@ -3,7 +3,7 @@
 -- several share classes of one issuer over overlapping periods, e.g. LCU for LCU-A and LCU-B).
 
 with security_master as (
-    select * from {{ ref('stg_market__security_master') }}
+    select * from {{ ref('int_security_master_unioned') }}
 ),
 
 shared_class_periods as (

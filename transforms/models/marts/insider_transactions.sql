@@ -46,7 +46,7 @@ issuers as (
         cik,
         issuer_entity_id,
         issuer_name
-    from {{ ref('stg_market__security_master') }}
+    from {{ ref('int_security_master_unioned') }}
     where cik is not null
     qualify row_number() over (partition by cik order by valid_from desc, entity_id) = 1
 ),
