@@ -88,25 +88,31 @@ def _ordinary_issuers(universe: Universe) -> list[Issuer]:
     ]
 
 
-def _submissions(
-    issuer: Issuer, filings: IssuerFilings, form4s: list[Form4Filing], as_of: dt.date
-) -> Submissions:
-    """The submissions document of an issuer: current tickers and every filing, newest first
-    (``form4s``: the Form 4s filed about the issuer)."""
-    tickers: list[str] = []
-    exchanges: list[str] = []
+def _listed_tickers(issuer: Issuer, as_of: dt.date) -> list[tuple[str, str]]:
+    """The issuer's tickers on ``as_of`` and the SEC's name of each one's venue, as its
+    submissions and the SEC's company list give them."""
+    listed: dict[str, str] = {}
     for security in issuer.securities:
         for period in security.tickers:
             current = period.valid_from <= as_of and (
                 period.valid_to is None or as_of <= period.valid_to
             )
-            if current and period.ticker not in tickers:
-                tickers.append(period.ticker)
-                exchanges.append(_EXCHANGE_NAMES[security.exchange])
+            if current:
+                listed.setdefault(period.ticker, _EXCHANGE_NAMES[security.exchange])
     for period in issuer.issuer_tickers:
-        if period.valid_to is None and period.ticker not in tickers:
-            tickers.append(period.ticker)
-            exchanges.append("OTC")
+        if period.valid_to is None:
+            listed.setdefault(period.ticker, "OTC")
+    return list(listed.items())
+
+
+def _submissions(
+    issuer: Issuer, filings: IssuerFilings, form4s: list[Form4Filing], as_of: dt.date
+) -> Submissions:
+    """The submissions document of an issuer: current tickers and every filing, newest first
+    (``form4s``: the Form 4s filed about the issuer)."""
+    listed = _listed_tickers(issuer, as_of)
+    tickers = [ticker for ticker, _ in listed]
+    exchanges = [exchange for _, exchange in listed]
     index = list(filings.index) + [
         FilingIndexEntry(
             accession=f.accession,
@@ -286,6 +292,16 @@ def _write_sec_documents(demo: Demo, sec: Path, writer: BackgroundWriter) -> Non
                 _submissions(issuer, issuer_filings, issuer_form4s, as_of)
             ),
         )
+    # the company list as a fetch on the last session would land it: each issuer's tickers of
+    # that day (the vendor's security master covers every demo issuer, so its rows win)
+    listed = [
+        (int(issuer.cik), issuer.name, ticker, exchange)
+        for issuer in demo.market.universe.issuers
+        for ticker, exchange in _listed_tickers(issuer, as_of)
+    ]
+    writer.write(
+        sec / sec_formats.company_list_file_name(as_of), sec_formats.company_list_json(listed)
+    )
     for form4 in demo.form4s:
         writer.write(sec / sec_formats.form4_file_name(form4), sec_formats.form4_xml(form4))
     for filing in demo.thirteen_fs:

@@ -7,6 +7,8 @@ landing file names are here. Every function is pure: the same record gives the s
 
 from __future__ import annotations
 
+import datetime as dt
+
 from findata.demo.documents import Filing13F, Form4Filing
 from findata.demo.sec_13f import (
     form13f_information_table_xml,
@@ -15,11 +17,14 @@ from findata.demo.sec_13f import (
     table_value_total,
 )
 from findata.demo.sec_form4 import form4_xml
-from findata.demo.sec_json import companyfacts_json, submissions_json
+from findata.demo.sec_json import company_list_json, companyfacts_json, submissions_json
 from findata.demo.sec_json_columns import companyfacts_json_from_columns
 from findata.sources.readers.coerce import pad_cik
+from findata.sources.readers.sec_company_tickers import snapshot_name
 
 __all__ = [
+    "company_list_file_name",
+    "company_list_json",
     "companyfacts_file_name",
     "companyfacts_json",
     "companyfacts_json_from_columns",
@@ -45,6 +50,12 @@ def form13f_file_names(filing: Filing13F) -> tuple[str, str]:
     13f/<accession>/infotable.xml)``."""
     folder = f"13f/{filing.accession}"
     return f"{folder}/primary_doc.xml", f"{folder}/infotable.xml"
+
+
+def company_list_file_name(day: dt.date) -> str:
+    """Landing path of the company list as seen on ``day``:
+    ``company_tickers/company_tickers_exchange.YYYYMMDD.json``."""
+    return f"company_tickers/{snapshot_name(day)}"
 
 
 def companyfacts_file_name(cik: str | int) -> str:

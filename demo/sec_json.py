@@ -227,3 +227,12 @@ def submissions_json(sub: Submissions) -> bytes:
         "filings": {"recent": _recent_columns(sub.filings), "files": []},
     }
     return _dumps(document)
+
+
+def company_list_json(rows: list[tuple[int, str, str, str | None]]) -> bytes:
+    """The SEC's company list (``company_tickers_exchange.json``) of ``rows`` (cik, name,
+    ticker, exchange name): ``{"fields": [...], "data": [[320193, "Apple Inc.", "AAPL",
+    "Nasdaq"], ...]}``, the CIK a number as the SEC writes it."""
+    return _dumps(
+        {"fields": ["cik", "name", "ticker", "exchange"], "data": [list(r) for r in rows]}
+    )

@@ -101,3 +101,11 @@ def test_fetched_filings_are_published_and_served(
             row for row in fundamentals.json()["data"] if row["period_end"] == "2023-10-28"
         )
         assert (quarter["revenue"], quarter["net_income"]) == (1_418_600_000, -164_300_000)
+        # and its 10-K for the fiscal year ended 2023-01-28 (0001835632-23-000013): revenue
+        # $5,919.6 million, a net loss of $163.5 million
+        annual = api.client().get(
+            "/v1/fundamentals/MRVL", params={"period": "annual"}, headers=headers
+        )
+        assert annual.status_code == 200, annual.text
+        year = next(row for row in annual.json()["data"] if row["period_end"] == "2023-01-28")
+        assert (year["revenue"], year["net_income"]) == (5_919_600_000, -163_500_000)

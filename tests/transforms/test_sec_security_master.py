@@ -2,7 +2,9 @@
 added to a copy of the small demo's warehouse and the reference marts rebuilt. A company the
 demo's vendor master covers keeps the vendor's rows alone; a company known only from the SEC
 becomes an issuer and a security per ticker, valid from the first snapshot that lists it to the
-day before the first that does not. Every date is fixed: the test holds on any day."""
+day before the first that does not. The test's snapshots are of fixed days in 2024; the demo's
+own snapshot (its last session, before today), which lists none of the test's tickers, comes
+after them: the test holds on any day."""
 
 from __future__ import annotations
 
@@ -54,12 +56,22 @@ def warehouse(small_warehouse: Path, tmp_path_factory: pytest.TempPathFactory) -
     yield built
 
 
+@pytest.fixture(scope="module")
+def demo_day(small_warehouse: Path) -> dt.date:
+    """The day of the demo's own company-list snapshot."""
+    ((day,),) = _rows(small_warehouse, "select distinct seen_on::date from raw.sec_company_tickers")
+    assert day > DAY_3
+    return day
+
+
 def _rows(warehouse: Path, sql: str, *args: object) -> list[tuple[object, ...]]:
     with duckdb.connect(str(warehouse), read_only=True) as con:
         return con.execute(sql, list(args)).fetchall()
 
 
-def test_a_company_known_only_from_the_sec_is_valid_from_when_first_seen(warehouse: Path) -> None:
+def test_a_company_known_only_from_the_sec_is_valid_from_when_first_seen(
+    warehouse: Path, demo_day: dt.date
+) -> None:
     history = _rows(
         warehouse,
         "select ticker, entity_id, issuer_entity_id, exchange, valid_from, valid_to "
@@ -69,7 +81,8 @@ def test_a_company_known_only_from_the_sec_is_valid_from_when_first_seen(warehou
     first, second = 10_000_000_000_000 + NEW_CIK * 1000 + 1, 10_000_000_000_000 + NEW_CIK * 1000 + 2
     assert history == [
         ("TSLA", first, ISSUER_ID, "XNAS", DAY_1, DAY_3 - dt.timedelta(days=1)),
-        ("TSLB", second, ISSUER_ID, "XNYS", DAY_3, None),
+        # not in the demo's later snapshot: listed until the day before it
+        ("TSLB", second, ISSUER_ID, "XNYS", DAY_3, demo_day - dt.timedelta(days=1)),
     ]
     entities = _rows(
         warehouse,
@@ -79,9 +92,29 @@ def test_a_company_known_only_from_the_sec_is_valid_from_when_first_seen(warehou
     )
     cik = f"{NEW_CIK:010d}"
     assert entities == [
-        (ISSUER_ID, "issuer", None, "Tesla, Inc.", cik, None, None, DAY_1, None),
+        (
+            ISSUER_ID,
+            "issuer",
+            None,
+            "Tesla, Inc.",
+            cik,
+            None,
+            None,
+            DAY_1,
+            demo_day - dt.timedelta(1),
+        ),
         (first, "security", "TSLA", "Tesla, Inc.", cik, None, None, DAY_1, DAY_3 - dt.timedelta(1)),
-        (second, "security", "TSLB", "Tesla, Inc.", cik, None, None, DAY_3, None),
+        (
+            second,
+            "security",
+            "TSLB",
+            "Tesla, Inc.",
+            cik,
+            None,
+            None,
+            DAY_3,
+            demo_day - dt.timedelta(1),
+        ),
     ]
 
 
