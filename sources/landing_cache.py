@@ -139,7 +139,10 @@ def load_source(
         written = [t for t in source.tables if staged[t].exists()]
         with raw_transaction(database, name, fingerprint, cache_load=load) as con:
             for table in written:
-                rows_of = f"SELECT {_typed(types[table])} FROM read_parquet('{staged[table]}')"
+                # cast again: Parquet keeps no ``TIMESTAMP_S``, the readers' dates
+                rows_of = (
+                    f"SELECT {typed_columns(types[table])} FROM read_parquet('{staged[table]}')"
+                )
                 con.execute(
                     f'INSERT INTO {RAW_SCHEMA}."{table}" {rows_of}'
                     if appended
@@ -292,11 +295,6 @@ def _tagged_batch(frames: list[tuple[str, pd.DataFrame]]) -> pd.DataFrame:
     return batch
 
 
-def _typed(columns: list[list[str]]) -> str:
-    """The columns cast to their types: Parquet keeps no ``TIMESTAMP_S``, the readers' dates."""
-    return typed_columns(columns)
-
-
 def _declared(table: str) -> list[list[str]]:
     """Raw ``table``'s columns and types as the contract declares them (as ``units.json``
     keeps them: lists)."""
@@ -321,7 +319,7 @@ def _union(
         paths = ", ".join(f"'{path}'" for path in cached)
         where = f"{_UNIT} IN (SELECT unit FROM known_units)" if known_only else "false"
         parts.append(
-            f"SELECT {_typed(columns)}, {_UNIT}, {_POSITION} FROM read_parquet([{paths}]) "
+            f"SELECT {typed_columns(columns)}, {_UNIT}, {_POSITION} FROM read_parquet([{paths}]) "
             f"WHERE {where}"
         )
     parts.extend(f'SELECT * FROM "{batch}"' for batch in fresh)
