@@ -4,12 +4,19 @@ Also the helpers the events endpoint (``api/endpoints/index_events.py``) shares:
 code from the path against the codes the published version holds, the index ``meta`` keys and
 one offset page of a query with its total. The SQL is built once per shape of request (as of a
 date or current; a window's bounds): building it with sqlglot cost more than DuckDB's queries.
+
+A version's rosters are small (every membership interval of every index, and its members' own
+tickers): the row store keeps them, one entry per version (``Rosters``), and a roster, its codes
+and its grains are answered from them without DuckDB, by the same rule as the SQL (byte for
+byte the same answers, ``tests/api/test_row_store.py``); with the store off, DuckDB is asked.
 """
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
 import functools
+from dataclasses import dataclass
 from typing import Any
 
 import sqlglot
@@ -18,7 +25,7 @@ from sqlglot import exp
 from findata.api.calls import EndpointAnswer, EndpointCall
 from findata.api.errors import BadRequest
 from findata.api.query import column, fetch_dicts_of_sql, order_by, slot
-from findata.contracts.endpoints import OrderTerm
+from findata.contracts.endpoints import OrderTerm, load_endpoint_contract
 
 #: the dataset whose version date bounds what the roster can know (its last trading date)
 COVERAGE_DATASET = "prices"
@@ -39,19 +46,149 @@ def removal_known_on(day: exp.Expression, table: str | None = None) -> exp.Case:
     return exp.Case().when(exp.LTE(this=removed, expression=day), removed.copy())
 
 
+#: what a kept membership interval or own ticker costs, about (a small dict or tuple)
+ROSTER_ROW_BYTES = 600
+#: the roster's contract (the events endpoint reads the rosters' codes and grains too)
+ROSTER = "index"
+
+
+@dataclass(frozen=True)
+class Rosters:
+    """Every index's membership intervals of a version, in the roster's fields and order (the
+    contract's, as DuckDB sorts it), with the index's member grains, and each member's own
+    tickers (kept in the row store, one entry per version)."""
+
+    #: index code -> its intervals, each a row of the roster's fields, in the roster's order
+    intervals: dict[str, list[dict[str, Any]]]
+    #: index code -> its distinct member grains, sorted
+    grains: dict[str, list[str]]
+    #: entity id -> its own tickers as (-valid_from's day number, ticker), ascending: the
+    #: latest first, ties by ticker (``LATEST_OWN_TICKER``'s order)
+    own_tickers: dict[int, list[tuple[int, str]]]
+    size: int
+
+    def ticker_on(self, entity_id: int | None, day: dt.date) -> str | None:
+        """The member's latest own ticker valid from ``day`` or before (None: none is)."""
+        tickers = self.own_tickers.get(entity_id) if entity_id is not None else None
+        if not tickers:
+            return None
+        at = bisect.bisect_left(tickers, (-day.toordinal(), ""))
+        return tickers[at][1] if at < len(tickers) else None
+
+    def roster(
+        self, code: str, as_of: dt.date | None, labelled_on: dt.date
+    ) -> list[dict[str, Any]]:
+        """The roster of ``code`` as of ``as_of`` (None: current), by ``_roster_sql``'s rule,
+        labelled with the members' own tickers on ``labelled_on``."""
+        rows = []
+        for interval in self.intervals.get(code, []):
+            added, removed = interval["added_date"], interval["removed_date"]
+            if as_of is None:
+                if removed is not None:
+                    continue
+            elif added is None or added > as_of or (removed is not None and removed <= as_of):
+                continue
+            label = self.ticker_on(interval["entity_id"], labelled_on)
+            rows.append(
+                {
+                    **interval,
+                    "ticker": label or interval["ticker"],
+                    "removed_date": removed if as_of is None else _known_on(removed, as_of),
+                }
+            )
+        return rows
+
+
+def _known_on(removed: dt.date | None, day: dt.date) -> dt.date | None:
+    """``removal_known_on`` of one value: the removal once it has happened by ``day``."""
+    return removed if removed is not None and removed <= day else None
+
+
+def _rosters(call: EndpointCall) -> Rosters | None:
+    """The version's rosters from the row store (None when it is off or they do not fit)."""
+    return call.row_store.kept(
+        (call.version.label, "index_membership", 0, "rosters"),
+        functools.partial(_load_rosters, call),
+    )
+
+
+def _load_rosters(call: EndpointCall) -> Rosters:
+    """Every membership interval and own ticker of the version, read once."""
+    contract = load_endpoint_contract(ROSTER)
+    intervals: dict[str, list[dict[str, Any]]] = {}
+    for row in fetch_dicts_of_sql(call.data, _intervals_sql(), {}):
+        intervals.setdefault(row["index_code"], []).append(
+            {name: row[name] for name in contract.fields.identity}
+        )
+    grains = {
+        code: sorted({row["member_grain"] for row in rows}) for code, rows in intervals.items()
+    }
+    own = fetch_dicts_of_sql(call.data, _own_tickers_sql(), {})
+    own_tickers: dict[int, list[tuple[int, str]]] = {}
+    for row in own:
+        own_tickers.setdefault(row["entity_id"], []).append(
+            (-row["valid_from"].toordinal(), row["ticker"])
+        )
+    for tickers in own_tickers.values():
+        tickers.sort()
+    kept = sum(len(rows) for rows in intervals.values()) + len(own)
+    return Rosters(intervals, grains, own_tickers, ROSTER_ROW_BYTES * kept)
+
+
+@functools.cache
+def _intervals_sql() -> str:
+    """Every membership interval of every index, in the roster's order."""
+    contract = load_endpoint_contract(ROSTER)
+    fields = dict.fromkeys(["index_code", *contract.fields.identity, *contract.fields.hidden])
+    query = exp.select(*fields).from_("index_membership").order_by(*order_by(contract.order))
+    return query.sql(dialect="duckdb")
+
+
+@functools.cache
+def _own_tickers_sql() -> str:
+    """Every own ticker with its first day (``LATEST_OWN_TICKER``'s rows)."""
+    query = (
+        exp.select("entity_id", "valid_from", "ticker")
+        .from_("ticker_history")
+        .where("ticker_kind = 'own' AND valid_from IS NOT NULL")
+    )
+    return query.sql(dialect="duckdb")
+
+
 def handle(call: EndpointCall) -> EndpointAnswer:
     """One page of the roster of the path's index, as of ``as_of`` or current."""
     code = index_code(call)
     as_of: dt.date | None = call.params.get("as_of")
-    values: dict[str, Any] = {"code": code, "labelled_on": as_of or call.today}
-    if as_of is not None:
-        values["as_of"] = as_of
-    contract = call.contract
-    sqls = _roster_sql(as_of is not None, tuple(contract.fields.identity), tuple(contract.order))
-    answer = offset_page(call, sqls, values)
+    held = _rosters(call)
+    if held is not None:
+        answer = _page_of(call, held.roster(code, as_of, as_of or call.today))
+    else:
+        values: dict[str, Any] = {"code": code, "labelled_on": as_of or call.today}
+        if as_of is not None:
+            values["as_of"] = as_of
+        contract = call.contract
+        sqls = _roster_sql(
+            as_of is not None, tuple(contract.fields.identity), tuple(contract.order)
+        )
+        answer = offset_page(call, sqls, values)
     answer.meta = {"index": code.upper(), **({"as_of": as_of.isoformat()} if as_of else {})}
     answer.meta.update(index_meta(call, code))
     return answer
+
+
+def _page_of(call: EndpointCall, roster: list[dict[str, Any]]) -> EndpointAnswer:
+    """One offset page of a whole roster, with its total."""
+    assert call.page is not None
+    start = call.page.offset
+    rows = roster[start : start + call.page.limit]
+    next_offset = start + len(rows)
+    has_more = next_offset < len(roster)
+    return EndpointAnswer(
+        rows=rows,
+        has_more=has_more,
+        next_offset=next_offset if has_more else None,
+        total=len(roster),
+    )
 
 
 @functools.lru_cache(maxsize=16)
@@ -104,6 +241,9 @@ def _roster_sql(
 
 def available_indexes(call: EndpointCall) -> list[str]:
     """The index codes of the published version (lower case, sorted)."""
+    held = _rosters(call)
+    if held is not None:
+        return sorted(held.intervals)
     return sorted(row["index_code"] for row in fetch_dicts_of_sql(call.data, _codes_sql(), {}))
 
 
@@ -126,8 +266,12 @@ def index_code(call: EndpointCall) -> str:
 
 def index_meta(call: EndpointCall, code: str) -> dict[str, Any]:
     """``entity_id_grain`` (what the members' entity_id identifies) and ``coverage_end``."""
-    rows = fetch_dicts_of_sql(call.data, _grains_sql(), {"code": code})
-    grains = sorted(row["member_grain"] for row in rows)
+    held = _rosters(call)
+    if held is not None:
+        grains = held.grains.get(code, [])
+    else:
+        rows = fetch_dicts_of_sql(call.data, _grains_sql(), {"code": code})
+        grains = sorted(row["member_grain"] for row in rows)
     through = call.version.data_through
     return {
         # one grain in practice (`security`); a mix would be named as such, never hidden

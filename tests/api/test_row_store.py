@@ -1,8 +1,8 @@
 """Answers from the row store (``api/row_store.py``, ``api/memory_pages.py``: prices, insiders,
-holdings, manager holdings; fundamentals' own entries) are byte for byte the answers of the SQL
-path: the session's server (row store on, the default) and a second server on the same published
-home with the store off, and a third with a budget so small that it evicts on almost every
-request, are asked the same requests over real HTTP, every page."""
+holdings, manager holdings; fundamentals', resolve's and index rosters' own entries) are byte for
+byte the answers of the SQL path: the session's server (row store on, the default) and a second
+server on the same published home with the store off, and a third with a budget so small that it
+evicts on almost every request, are asked the same requests over real HTTP, every page."""
 
 from __future__ import annotations
 
@@ -302,6 +302,54 @@ def test_resolve_from_the_store_answers_exactly_as_the_sql_path(
             for membership in entity["index_membership"]
         )
     assert removals_shown > 0  # the days reached a removal that had happened
+
+
+def _roster_requests(scenarios: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """Every index's roster, current and as of the days around an addition and a removal,
+    before any member, in the future, a renamed member's change; paged in small pages; and
+    the index's events (which read the rosters' codes and grains)."""
+    events, renamed = scenarios["index_events"], scenarios["renamed"]
+    event_day = dt.date.fromisoformat(events["added"]["date"])
+    days = [
+        event_day - dt.timedelta(days=1),
+        event_day,
+        event_day + dt.timedelta(days=1),
+        dt.date.fromisoformat(renamed["change_date"]) - dt.timedelta(days=1),
+        dt.date.fromisoformat(renamed["change_date"]),
+        dt.date(1990, 1, 2),
+        dt.date.fromisoformat(scenarios["as_of"]) + dt.timedelta(days=400),
+    ]
+    asked: list[tuple[str, dict[str, Any]]] = []
+    for code in ("sp500", "DJIA", "ndx100"):
+        asked.append((f"/v1/index/{code}", {}))
+        asked.append((f"/v1/index/{code}", {"limit": 7, "offset": 3}))
+        asked.append((f"/v1/index/{code}/events", {"limit": 5}))
+        asked += [(f"/v1/index/{code}", {"as_of": day.isoformat()}) for day in days]
+    asked.append(("/v1/index/sp500", {"as_of": event_day.isoformat(), "limit": 4, "offset": 8}))
+    return asked
+
+
+def test_index_rosters_from_the_store_answer_exactly_as_the_sql_path(
+    api_with_store: RunningApi,
+    api_without_store: RunningApi,
+    api_tiny_store: RunningApi,
+    scenarios: dict[str, Any],
+) -> None:
+    servers = [api_with_store, api_without_store, api_tiny_store]
+    keys = [server.new_key("pro").key for server in servers]
+    events = scenarios["index_events"]
+    in_roster: dict[str, set[str]] = {}
+    for path, params in _roster_requests(scenarios):
+        pages = _same_on_every_server(servers, keys, path, params)
+        body = orjson.loads(pages[0][2])
+        if path == "/v1/index/sp500" and set(params) == {"as_of"}:
+            in_roster[params["as_of"]] = {row["ticker"] for row in body["data"]}
+    _same_on_every_server(servers, keys, "/v1/index/nope", {}, status=400)
+    # the requests reached the addition and the removal: the rule was exercised
+    day = events["added"]["date"]
+    before = (dt.date.fromisoformat(day) - dt.timedelta(days=1)).isoformat()
+    assert events["added"]["ticker"] in in_roster[day] - in_roster[before]
+    assert events["removed"]["ticker"] in in_roster[before] - in_roster[day]
 
 
 def test_a_field_list_or_the_split_adjustment_has_entries_of_its_own(
