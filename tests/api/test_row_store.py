@@ -352,6 +352,55 @@ def test_index_rosters_from_the_store_answer_exactly_as_the_sql_path(
     assert events["removed"]["ticker"] in in_roster[before] - in_roster[day]
 
 
+def test_search_from_the_store_answers_exactly_as_the_sql_path(
+    api_with_store: RunningApi,
+    api_without_store: RunningApi,
+    api_tiny_store: RunningApi,
+    scenarios: dict[str, Any],
+) -> None:
+    """Every kind of match (exact ticker, ticker prefix, name prefix, within a name or a
+    ticker, a former ticker, a FIGI, a CIK with and without padding), none, letter cases, SQL's
+    wildcard characters, non-ASCII text, no ``q``, paged."""
+    servers = [api_with_store, api_without_store, api_tiny_store]
+    keys = [server.new_key("pro").key for server in servers]
+    first = orjson.loads(_same_on_every_server(servers, keys, "/v1/search", {"limit": 500})[0][2])[
+        "data"
+    ]
+    with_figi = next(row for row in first if row["figi"])
+    with_cik = next(row for row in first if row["cik"])
+    named = next(row for row in first if row["name"] and len(row["name"]) > 6)
+    plain, renamed = scenarios["plain"], scenarios["renamed"]
+    asked = [
+        plain["ticker"],
+        plain["ticker"].lower(),
+        plain["ticker"][:1],
+        renamed["old_ticker"],
+        renamed["new_ticker"][:2],
+        named["name"][:3].lower(),
+        named["name"][2:6].upper(),
+        with_figi["figi"].lower(),
+        with_cik["cik"],
+        with_cik["cik"].lstrip("0"),
+        "0",
+        "a",
+        "%",
+        "_",
+        "' or 1=1 --",
+        "é",
+        "ZZZZZZQ",
+        "Inc",
+    ]
+    kinds: set[int] = set()
+    for q in asked:
+        for params in ({"q": q}, {"q": q, "limit": 3, "offset": 2}):
+            page = _same_on_every_server(servers, keys, "/v1/search", params)[0]
+            if len(params) == 1:
+                body = orjson.loads(page[2])
+                kinds.add(min(1, body["meta"]["total"]) if "total" in body["meta"] else -1)
+    _same_on_every_server(servers, keys, "/v1/search", {"offset": 40, "limit": 7})
+    assert kinds == {0, 1}  # some asked matched nothing, some matched
+
+
 def test_a_field_list_or_the_split_adjustment_has_entries_of_its_own(
     api_with_store: RunningApi, scenarios: dict[str, Any]
 ) -> None:
