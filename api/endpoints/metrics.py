@@ -8,7 +8,10 @@ naming more than one security is ambiguous, a ticker shared by the classes of on
 
 The SQL of the rows and of the share-class lookup is built once per shape of request (numbers of
 companies and targets, which bounds, ``as_of`` or not): building it with sqlglot cost more than
-DuckDB's query.
+DuckDB's query. With the row store on, each company's rows (every row known at any time, in the
+answer's order) and the version's share classes are kept (``IssuerMetrics``, ``ShareClasses``),
+and a request takes the rows of its window known on its date by the SQL's rule, byte for byte
+(``tests/api/test_row_store.py``).
 """
 
 from __future__ import annotations
@@ -52,6 +55,60 @@ class Target:
     class_security: int | None
 
 
+#: what a kept metrics row or share class costs, about (a dict of ~25 values)
+ROW_BYTES = 2000
+
+
+@dataclass(frozen=True)
+class IssuerMetrics:
+    """Every metrics row of one company (each period's rows as known at each time), in the
+    answer's order within an entity, each with ``entity_name`` and ``is_latest``."""
+
+    rows: list[dict[str, Any]]
+    size: int
+
+    def known_on(
+        self, as_of: dt.date | None, start: dt.date | None, end: dt.date | None
+    ) -> list[dict[str, Any]]:
+        """The rows of periods ending from ``start`` to ``end`` (None: unbounded): each
+        period's latest known on ``as_of``, or the latest of all without it (``_sql``'s rule)."""
+        rows = [
+            row
+            for row in self.rows
+            if (start is None or row["period_end"] >= start)
+            and (end is None or row["period_end"] <= end)
+        ]
+        if as_of is None:
+            return [row for row in rows if row["is_latest"]]
+        latest: dict[tuple[Any, Any], dict[str, Any]] = {}
+        for row in rows:
+            if row["known_from"] > as_of:
+                continue
+            period = (row["period_end"], row["period_type"])
+            held = latest.get(period)
+            if held is None or _later(row, held):
+                latest[period] = row
+        chosen = {id(row) for row in latest.values()}
+        return [row for row in rows if id(row) in chosen]
+
+
+def _later(row: dict[str, Any], than: dict[str, Any]) -> bool:
+    """``row`` comes before ``than`` in ``ORDER BY known_from DESC, accession DESC`` (nulls
+    last)."""
+    if row["known_from"] != than["known_from"]:
+        return bool(row["known_from"] > than["known_from"])
+    mine, theirs = row["accession"], than["accession"]
+    return theirs is None or (mine is not None and mine > theirs)
+
+
+@dataclass(frozen=True)
+class ShareClasses:
+    """Every entity's share class in a version (null for a company's only common stock)."""
+
+    classes: dict[int, str | None]
+    size: int
+
+
 def handle(call: EndpointCall) -> EndpointAnswer:
     """One row per period of each selected company or class in the window, a page at a time."""
     assert call.subjects is not None and call.page is not None
@@ -59,6 +116,10 @@ def handle(call: EndpointCall) -> EndpointAnswer:
     fields = call.selected_fields()
     start, end = call.window()
     as_of: dt.date | None = call.params.get("as_of")
+    if call.row_store.enabled:
+        answer = _page_from_memory(call, targets, fields, as_of, (start, end))
+        if answer is not None:
+            return answer
     issuers = sorted({t.issuer_entity_id for t in targets})
     sql = _sql(
         len(issuers),
@@ -78,6 +139,63 @@ def handle(call: EndpointCall) -> EndpointAnswer:
     classes = {t.entity_id for t in targets if t.class_security is not None}
     _price_classes(call, [row for row in served if row["entity_id"] in classes])
     return page_answer(call, [{name: row[name] for name in fields} for row in served], following)
+
+
+def _page_from_memory(
+    call: EndpointCall,
+    targets: list[Target],
+    fields: list[str],
+    as_of: dt.date | None,
+    window: tuple[dt.date | None, dt.date | None],
+) -> EndpointAnswer | None:
+    """The page from each company's kept rows; None when a company's rows do not fit the
+    store (the caller asks DuckDB)."""
+    assert call.page is not None
+    if [term.column for term in call.contract.order][:1] != ["entity_id"]:
+        return None  # rows are concatenated by target: only an order led by entity_id
+    first, last = call.page.offset, call.page.offset + call.page.limit
+    rows: list[dict[str, Any]] = []
+    for target in sorted(targets, key=lambda t: t.entity_id):
+        held = call.row_store.kept(
+            (call.version.label, "metrics", target.issuer_entity_id, "every row"),
+            functools.partial(_issuer_metrics, call, target.issuer_entity_id),
+        )
+        if held is None:
+            return None
+        rows += [{**row, "entity_id": target.entity_id} for row in held.known_on(as_of, *window)]
+        if len(rows) > last:
+            break  # one row past the page is all the paging needs
+    served, following = rows[first:last], rows[last] if len(rows) > last else None
+    classes = {t.entity_id for t in targets if t.class_security is not None}
+    _price_classes(call, [row for row in served if row["entity_id"] in classes])
+    return page_answer(call, [{name: row[name] for name in fields} for row in served], following)
+
+
+def _issuer_metrics(call: EndpointCall, issuer: int) -> IssuerMetrics:
+    """Every metrics row of ``issuer``, read once."""
+    rows = fetch_dicts_of_sql(
+        call.data, _issuer_sql(tuple(call.contract.order)), {"issuer": issuer}
+    )
+    return IssuerMetrics(rows, ROW_BYTES * len(rows))
+
+
+@functools.lru_cache(maxsize=4)
+def _issuer_sql(order: tuple[OrderTerm, ...]) -> str:
+    """Every row of one company, in the answer's order within an entity (``_sql``'s columns;
+    ``entity_id`` is the target's, set per request)."""
+    within = [term for term in order if term.column != "entity_id"]
+    return (
+        exp.select(
+            "e.name AS entity_name",
+            *(f"m.{name} AS {name}" for name in METRIC_COLUMNS),
+            "m.is_latest AS is_latest",
+        )
+        .from_("metrics AS m")
+        .join("entities AS e", on="e.entity_id = m.issuer_entity_id", join_type="left")
+        .where(exp.EQ(this=column("issuer_entity_id", "m"), expression=slot("issuer")))
+        .order_by(*order_by(within, "m"))
+        .sql(dialect="duckdb")
+    )
 
 
 @functools.lru_cache(maxsize=256)
@@ -179,9 +297,22 @@ def _share_classes(call: EndpointCall, securities: list[int]) -> dict[int, str |
     """The share class of each security (null for a company's only class of common stock)."""
     if not securities:
         return {}
+    held = call.row_store.kept(
+        (call.version.label, "entities", 0, "share classes"),
+        functools.partial(_every_share_class, call),
+    )
+    if held is not None:
+        return {entity: held.classes[entity] for entity in securities if entity in held.classes}
     values = {f"security_{n}": entity for n, entity in enumerate(securities)}
     rows = fetch_dicts_of_sql(call.data, _share_classes_sql(len(securities)), values)
     return {row["entity_id"]: row["share_class"] for row in rows}
+
+
+def _every_share_class(call: EndpointCall) -> ShareClasses:
+    """Every entity's share class, read once."""
+    rows = fetch_dicts_of_sql(call.data, "SELECT entity_id, share_class FROM entities", {})
+    classes = {row["entity_id"]: row["share_class"] for row in rows}
+    return ShareClasses(classes, ROW_BYTES // 10 * len(classes))
 
 
 @functools.lru_cache(maxsize=64)

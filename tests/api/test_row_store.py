@@ -402,6 +402,51 @@ def test_search_from_the_store_answers_exactly_as_the_sql_path(
     assert kinds == {0, 1}  # some asked matched nothing, some matched
 
 
+def test_metrics_from_the_store_answer_exactly_as_the_sql_path(
+    api_with_store: RunningApi,
+    api_without_store: RunningApi,
+    api_tiny_store: RunningApi,
+    scenarios: dict[str, Any],
+) -> None:
+    """Latest rows and rows as known on a date (before, between and after a restatement, before
+    any filing), a window, share classes (their own prices), a company's entity id, several
+    companies, a field list, paged."""
+    servers = [api_with_store, api_without_store, api_tiny_store]
+    keys = [server.new_key("pro").key for server in servers]
+    restated, classes = scenarios["restatement"], scenarios["share_classes"]
+    first_known = dt.date.fromisoformat(restated["first_known"])
+    restated_known = dt.date.fromisoformat(restated["restated_known"])
+    days = [
+        None,
+        first_known - dt.timedelta(days=1),
+        first_known,
+        restated_known - dt.timedelta(days=1),
+        restated_known,
+        dt.date(1995, 1, 3),
+    ]
+    subjects = [
+        (f"/v1/metrics/{restated['ticker']}", {}),
+        (f"/v1/metrics/{classes['class_tickers'][0]}", {}),
+        (f"/v1/metrics/{classes['shared_ticker']}", {}),
+        ("/v1/metrics", {"entity_id": classes["issuer_entity_id"]}),
+        (f"/v1/metrics/{restated['ticker']},{scenarios['plain']['ticker']}", {"limit": 5}),
+    ]
+    values_seen: set[Any] = set()
+    for path, params in subjects:
+        for day in days:
+            as_of = {"as_of": day.isoformat()} if day else {}
+            for extra in ({}, {"start": "2024-01-01", "end": "2025-06-30"}, {"fields": "eps"}):
+                pages = _same_on_every_server(
+                    servers, keys, path, {**params, **as_of, **extra}, status=None
+                )
+                if restated["ticker"] in path and pages[0][0] == 200 and not extra:
+                    for row in orjson.loads(pages[0][2])["data"]:
+                        if row["period_end"] == restated["period_end"]:
+                            values_seen.add((day, row["accession"]))
+    # the days reached the first filing and its restatement
+    assert len({accession for _, accession in values_seen}) >= 2
+
+
 def test_a_field_list_or_the_split_adjustment_has_entries_of_its_own(
     api_with_store: RunningApi, scenarios: dict[str, Any]
 ) -> None:
