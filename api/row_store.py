@@ -205,7 +205,6 @@ class RowStore:
         with self._lock:
             if self._entries.get(key) is not entry:
                 return  # evicted (or replaced) meanwhile: its bytes are no longer counted
-            self._entries.move_to_end(key)  # in use: the least recently used go first
             self.stats.bytes += added
             self._evict_past_budget()
             self.stats.entries = len(self._entries)

@@ -10,7 +10,6 @@ import contextlib
 import datetime as dt
 import itertools
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -594,29 +593,3 @@ def test_store_keeps_within_its_budget_least_recently_used_out() -> None:
     assert big.too_large(("v1", "prices", 1, "all"))  # and remembered, until its version goes
     big.drop_version("v1")
     assert not big.too_large(("v1", "prices", 1, "all"))
-
-
-@dataclass
-class _Growing:
-    """An entry that keeps more as requests need it (as a security's buckets do)."""
-
-    size: int
-
-
-def test_an_entry_that_grows_is_counted_and_evicts_past_the_budget() -> None:
-    store = RowStore(budget_bytes=1000)
-    first = store.entity_rows(("v1", "prices", 1, "buckets"), lambda: _Growing(400))
-    store.entity_rows(("v1", "prices", 2, "buckets"), lambda: _Growing(400))
-    first.size += 100
-    store.grew(("v1", "prices", 1, "buckets"), first, 100)
-    assert (store.stats.bytes, store.stats.entries) == (900, 2)
-    first.size += 300
-    store.grew(("v1", "prices", 1, "buckets"), first, 300)  # past the budget: 2 goes (LRU)
-    assert (store.stats.bytes, store.stats.entries, store.stats.evictions) == (800, 1, 1)
-    # an entry no longer kept (or kept anew under its key) does not count what it grew
-    store.entity_rows(("v1", "prices", 3, "buckets"), lambda: _Growing(400))  # evicts 1
-    first.size += 50
-    store.grew(("v1", "prices", 1, "buckets"), first, 50)
-    again = store.entity_rows(("v1", "prices", 1, "buckets"), lambda: _Growing(400))
-    store.grew(("v1", "prices", 1, "buckets"), first, 50)
-    assert again is not first and store.stats.bytes == 800
