@@ -186,28 +186,12 @@ class RowStore:
                 self.stats.bytes -= replaced.size
             self._entries[key] = loaded
             self.stats.bytes += loaded.size
-            self._evict_past_budget()
+            while self.stats.bytes > self.budget_bytes:
+                _, evicted = self._entries.popitem(last=False)
+                self.stats.bytes -= evicted.size
+                self.stats.evictions += 1
             self.stats.entries = len(self._entries)
         return loaded
-
-    def _evict_past_budget(self) -> None:
-        """Drop the least recently used entries until the store is within its budget (the
-        caller holds the lock)."""
-        while self.stats.bytes > self.budget_bytes and self._entries:
-            _, evicted = self._entries.popitem(last=False)
-            self.stats.bytes -= evicted.size
-            self.stats.evictions += 1
-
-    def grew(self, key: EntityKey, entry: Entry, added: int) -> None:
-        """Count ``added`` more bytes to ``entry``, kept under ``key`` (an entry that keeps
-        more as requests need it; its ``size`` already counts them), evicting the least
-        recently used entries past the budget."""
-        with self._lock:
-            if self._entries.get(key) is not entry:
-                return  # evicted (or replaced) meanwhile: its bytes are no longer counted
-            self.stats.bytes += added
-            self._evict_past_budget()
-            self.stats.entries = len(self._entries)
 
     def drop_version(self, label: str) -> None:
         """Forget every entry of version ``label`` (it was closed)."""

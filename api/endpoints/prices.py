@@ -4,9 +4,8 @@ number of securities, adjustment, interval, which bounds): sqlglot's building an
 more than DuckDB's query on this endpoint's typical request. Daily rows (any fields, as traded
 or restated) are answered from each security's rows kept serialised in memory
 (``api/row_store.py``), loaded with that same SQL once per version and row shape: a row's values
-do not depend on the window asked for. Aggregated rows (``interval``) depend on it only at the
-window's edges: each security's buckets from and to each of its days are kept the same way
-(``price_buckets.py``)."""
+do not depend on the window asked for. Aggregated rows (``interval``) do (a bucket at the
+window's edge holds only the days inside it): they are asked of DuckDB every time."""
 
 from __future__ import annotations
 
@@ -23,14 +22,6 @@ from findata.api.calls import (
     ordered_page_of_sql,
     paged,
 )
-from findata.api.endpoints.price_buckets import (
-    FIXED_BUCKETS,
-    aggregates,
-    bucket_of,
-    cut_buckets_sql,
-    page_of_buckets,
-    whole_buckets_sql,
-)
 from findata.api.memory_pages import page_from_memory
 from findata.api.query import column, fetch_dicts_of_sql, order_by, slot
 from findata.contracts.endpoints import OrderTerm
@@ -39,6 +30,30 @@ from findata.contracts.endpoints import OrderTerm
 #: (the product of the ratios of every later split, as the pipeline computed it for adj_close in
 #: transforms/models/intermediate/int_price_split_factors.sql), the volume multiplied by it
 ADJUSTED_PRICES = ("open", "high", "low", "close")
+
+#: calendar buckets of the intervals; 1d is the daily row itself, 3d counts trading days
+CALENDAR_BUCKETS = {"1w": "week", "1mo": "month", "3mo": "quarter", "1y": "year"}
+
+#: how each field aggregates over a bucket (ordered: arg_min/arg_max by date)
+AGGREGATES = {
+    "ticker": "ARG_MAX(ticker, date)",
+    "entity_name": "ARG_MAX(entity_name, date)",
+    "gics_sector": "ARG_MAX(gics_sector, date)",
+    "date": "MAX(date)",
+    "price_basis": "ARG_MAX(price_basis, date)",
+    "open": "ARG_MIN(open, date)",
+    "high": "MAX(high)",
+    "low": "MIN(low)",
+    "close": "ARG_MAX(close, date)",
+    "adj_close": "ARG_MAX(adj_close, date)",
+    "volume": "SUM(volume)",
+    "shares_outstanding": "ARG_MAX(shares_outstanding, date)",
+    "return_daily": "EXP(SUM(LN(1 + COALESCE(return_daily, 0)))) - 1",
+    "exchange_code": "ARG_MAX(exchange_code, date)",
+    "split_ratio": "PRODUCT(split_ratio)",
+    "dividend": "SUM(dividend)",
+    "market_cap": "ARG_MAX(market_cap, date)",
+}
 
 
 @dataclass(frozen=True)
@@ -67,18 +82,13 @@ def handle(call: EndpointCall) -> EndpointAnswer:
         has_start=start is not None,
         has_end=end is not None,
     )
-    # one security's whole history of the request's row shape: a kept entry's load and key
-    history = replace(shape, securities=1, has_start=False, has_end=False)
     if _answered_from_memory(call, shape):
+        # one security's whole history of the request's row shape: the entry's load and its key
+        history = replace(shape, securities=1, has_start=False, has_end=False)
         load = functools.partial(_security_history, call, history)
         answer = page_from_memory(
             call, "prices", history, entity_ids, load, (start, end), date_field="date"
         )
-        if answer is not None:
-            return answer
-    elif _buckets_from_memory(call, shape):
-        sqls = _bucket_sqls(history)
-        answer = page_of_buckets(call, entity_ids, sqls, history, (start, end))
         if answer is not None:
             return answer
     values: dict[str, Any] = {f"entity_{n}": e for n, e in enumerate(entity_ids)}
@@ -97,26 +107,6 @@ def _answered_from_memory(call: EndpointCall, shape: Shape) -> bool:
         and shape.interval is None
         and [term.column for term in call.contract.order] == ["entity_id", "date"]
     )
-
-
-def _buckets_from_memory(call: EndpointCall, shape: Shape) -> bool:
-    """Buckets that do not depend on the window but at its edges, in the contract's order, are
-    answered from the row store's copy of each security's buckets, when the store is on."""
-    return (
-        call.row_store.enabled
-        and shape.interval in FIXED_BUCKETS
-        and [term.column for term in call.contract.order] == ["entity_id", "date"]
-    )
-
-
-@functools.lru_cache(maxsize=256)
-def _bucket_sqls(history: Shape) -> tuple[str, str]:
-    """The SQL of one security's whole buckets, and of one bucket's rows from and to each of
-    its days, built once."""
-    assert history.interval is not None
-    fields = list(history.fields)
-    daily = _daily(history)
-    return whole_buckets_sql(daily, history.interval, fields), cut_buckets_sql(daily, fields)
 
 
 def _security_history(call: EndpointCall, history: Shape, entity_id: int) -> list[dict[str, Any]]:
@@ -138,16 +128,13 @@ def _unpaged_sql(shape: Shape, order: tuple[OrderTerm, ...]) -> str:
     return _ordered_query(shape, order).sql(dialect="duckdb")
 
 
-def _daily(shape: Shape) -> exp.Select:
-    """Every daily row of the request's securities, restated when ``shape`` says so."""
-    entities = [slot(f"entity_{n}") for n in range(shape.securities)]
-    base = exp.select("*").from_("prices").where(column("entity_id").isin(*entities))
-    return _restated_in_todays_shares(base) if shape.split_adjusted else base
-
-
 def _ordered_query(shape: Shape, order: tuple[OrderTerm, ...]) -> exp.Select:
     """The rows of a request of ``shape`` in the contract's order."""
-    windowed = exp.select("*").from_(exp.alias_(_daily(shape).subquery(), "base"))
+    entities = [slot(f"entity_{n}") for n in range(shape.securities)]
+    base = exp.select("*").from_("prices").where(column("entity_id").isin(*entities))
+    if shape.split_adjusted:
+        base = _restated_in_todays_shares(base)
+    windowed = exp.select("*").from_(exp.alias_(base.subquery(), "base"))
     if shape.has_start:
         windowed = windowed.where(exp.GTE(this=column("date"), expression=slot("start")))
     if shape.has_end:
@@ -183,11 +170,28 @@ def _restated_in_todays_shares(base: exp.Select) -> exp.Select:
 
 def _bucketed(windowed: exp.Select, interval: str, fields: list[str]) -> exp.Select:
     """One row per security and bucket, dated the bucket's last trading day."""
-    labelled = exp.select("*", exp.alias_(bucket_of(interval), "bucket")).from_(
+    if interval in CALENDAR_BUCKETS:
+        bucket = exp.func(
+            "DATE_TRUNC", exp.Literal.string(CALENDAR_BUCKETS[interval]), column("date")
+        )
+    elif interval == "6mo":
+        bucket = sqlglot.parse_one(
+            "YEAR(date) * 2 + CASE WHEN MONTH(date) <= 6 THEN 0 ELSE 1 END", dialect="duckdb"
+        )
+    else:  # 3d: runs of three trading days from the first day in the window
+        bucket = sqlglot.parse_one(
+            "(ROW_NUMBER() OVER (PARTITION BY entity_id ORDER BY date) - 1) // 3", dialect="duckdb"
+        )
+    labelled = exp.select("*", exp.alias_(bucket, "bucket")).from_(
         exp.alias_(windowed.subquery(), "windowed")
     )
+    aggregates = [
+        exp.alias_(sqlglot.parse_one(AGGREGATES[name], dialect="duckdb"), name)
+        for name in fields
+        if name != "entity_id"
+    ]
     return (
-        exp.select(column("entity_id"), *aggregates(fields))
+        exp.select(column("entity_id"), *aggregates)
         .from_(exp.alias_(labelled.subquery(), "labelled"))
         .group_by(column("entity_id"), column("bucket"))
     )
