@@ -1,8 +1,10 @@
 """Where one request's time goes: ``/v1/prices`` asked many times in process, with cProfile on
-the threads that serve it (the key check and the whole data request: quotas, SQL, DuckDB, the
-envelope), the own time summed by part of the stack and the costliest functions printed.
+the threads that serve it (the whole data request: quotas, SQL, DuckDB, the envelope; the key
+check, a FastAPI dependency bound when the routes are made, is not profiled), the own time
+summed by part of the stack and the costliest functions printed.
 
     .venv/bin/python benchmarks/profile_request.py [--home H] [--requests 2000] [--top 25]
+    .venv/bin/python benchmarks/profile_request.py --home H --extra interval=1w
 
 Uses the home's published version (building the small demo when there is none) and a
 Redistribution key it creates; each request asks one security's last year with a new window
@@ -56,6 +58,7 @@ def main() -> None:
     parser.add_argument("--home", type=Path, help="default: the small demo in a temp home")
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--extra", default="", help="more parameters, e.g. interval=1w")
     args = parser.parse_args()
     home, key = prepare_home(args.home, "findata-profile-")
     os.environ["FINDATA_HOME"] = str(home.resolve())
@@ -64,7 +67,6 @@ def main() -> None:
     from findata.api.app import create_app
 
     profile = cProfile.Profile()
-    routes.require_key = _profiled(profile, routes.require_key)
     routes.answer_request = _profiled(profile, routes.answer_request)
     app = create_app()
     with TestClient(app) as client:
@@ -75,7 +77,8 @@ def main() -> None:
         with open_version(database) as connection:
             listed = connection.sql("SELECT DISTINCT entity_id FROM prices ORDER BY 1")
             ids = [row[0] for row in listed.fetchall()]
-        urls = [_url(ids, n, as_of) for n in range(args.requests)]
+        extra = f"&{args.extra}" if args.extra else ""
+        urls = [_url(ids, n, as_of) + extra for n in range(args.requests)]
         for url in urls[:50]:  # warm: connections, first loads
             client.get(url + "&w=1")
         PROFILING.set()

@@ -123,9 +123,10 @@ class Settings(BaseSettings):
         default=256.0,
         ge=0,
         description="Memory each API worker may use to keep rows of open versions "
-        "serialised (daily prices per security and row shape; insider lines and fundamentals "
-        "per company; positions per security and per manager); least recently used first "
-        "out. 0 turns it off: every request asks DuckDB.",
+        "serialised (daily prices per security and row shape; insider "
+        "lines, fundamentals and metrics per company; positions per security and per manager; "
+        "a version's index rosters, entities for search, resolve's memberships and links); "
+        "least recently used first out. 0 turns it off: every request asks DuckDB.",
     )
     served_tables_mb: float = Field(
         default=512.0,
