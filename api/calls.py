@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -166,6 +166,23 @@ def page_answer(call: EndpointCall, rows: list[Any], following: Any | None) -> E
     return EndpointAnswer(
         rows=rows, has_more=more, next_offset=call.page.offset + len(rows) if more else None
     )
+
+
+def offset_answer(call: EndpointCall, rows: list[Any], total: int) -> EndpointAnswer:
+    """The answer of one offset page: ``rows`` from the page's offset, of ``total`` rows."""
+    assert call.page is not None
+    next_offset = call.page.offset + len(rows)
+    more = next_offset < total
+    return EndpointAnswer(
+        rows=rows, has_more=more, next_offset=next_offset if more else None, total=total
+    )
+
+
+def offset_page_of(call: EndpointCall, every_row: Sequence[Any]) -> EndpointAnswer:
+    """One offset page of ``every_row`` (the whole answer, in order), with its total."""
+    assert call.page is not None
+    start = call.page.offset
+    return offset_answer(call, list(every_row[start : start + call.page.limit]), len(every_row))
 
 
 def ordered_page(call: EndpointCall, query: exp.Select, binder: Binder) -> EndpointAnswer:

@@ -22,7 +22,7 @@ from typing import Any
 import sqlglot
 from sqlglot import exp
 
-from findata.api.calls import EndpointAnswer, EndpointCall
+from findata.api.calls import EndpointAnswer, EndpointCall, offset_answer, offset_page_of
 from findata.api.errors import BadRequest
 from findata.api.query import column, fetch_dicts_of_sql, order_by, slot
 from findata.contracts.endpoints import OrderTerm, load_endpoint_contract
@@ -161,7 +161,7 @@ def handle(call: EndpointCall) -> EndpointAnswer:
     as_of: dt.date | None = call.params.get("as_of")
     held = _rosters(call)
     if held is not None:
-        answer = _page_of(call, held.roster(code, as_of, as_of or call.today))
+        answer = offset_page_of(call, held.roster(code, as_of, as_of or call.today))
     else:
         values: dict[str, Any] = {"code": code, "labelled_on": as_of or call.today}
         if as_of is not None:
@@ -174,21 +174,6 @@ def handle(call: EndpointCall) -> EndpointAnswer:
     answer.meta = {"index": code.upper(), **({"as_of": as_of.isoformat()} if as_of else {})}
     answer.meta.update(index_meta(call, code))
     return answer
-
-
-def _page_of(call: EndpointCall, roster: list[dict[str, Any]]) -> EndpointAnswer:
-    """One offset page of a whole roster, with its total."""
-    assert call.page is not None
-    start = call.page.offset
-    rows = roster[start : start + call.page.limit]
-    next_offset = start + len(rows)
-    has_more = next_offset < len(roster)
-    return EndpointAnswer(
-        rows=rows,
-        has_more=has_more,
-        next_offset=next_offset if has_more else None,
-        total=len(roster),
-    )
 
 
 @functools.lru_cache(maxsize=16)
@@ -317,13 +302,6 @@ def offset_page(
     assert call.page is not None
     total_sql, page_sql = sqls
     (counted,) = fetch_dicts_of_sql(call.data, total_sql, values)
-    total: int = counted["total"]
     page = {"page_limit": call.page.limit, "page_offset": call.page.offset}
     rows = fetch_dicts_of_sql(call.data, page_sql, {**values, **page})
-    has_more = call.page.offset + len(rows) < total
-    return EndpointAnswer(
-        rows=rows,
-        has_more=has_more,
-        next_offset=call.page.offset + len(rows) if has_more else None,
-        total=total,
-    )
+    return offset_answer(call, rows, counted["total"])

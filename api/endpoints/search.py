@@ -21,7 +21,7 @@ from typing import Any
 
 from sqlglot import exp
 
-from findata.api.calls import EndpointAnswer, EndpointCall
+from findata.api.calls import EndpointAnswer, EndpointCall, offset_answer, offset_page_of
 from findata.api.query import column, fetch_dicts_of_sql, order_by, slot
 from findata.contracts.endpoints import OrderTerm, load_endpoint_contract
 
@@ -192,33 +192,15 @@ def handle(call: EndpointCall) -> EndpointAnswer:
         bool(q), by_cik, tuple(contract.fields.identity), tuple(contract.order)
     )
     (counted,) = fetch_dicts_of_sql(call.data, count_sql, values)
-    total: int = counted["total"]
     page = {"page_limit": call.page.limit, "page_offset": call.page.offset}
     rows = fetch_dicts_of_sql(call.data, page_sql, {**values, **page})
-    next_offset = call.page.offset + len(rows)
-    has_more = next_offset < total
-    return EndpointAnswer(
-        rows=rows,
-        has_more=has_more,
-        next_offset=next_offset if has_more else None,
-        total=total,
-    )
+    return offset_answer(call, rows, counted["total"])
 
 
 def _page_from_index(call: EndpointCall, held: SearchIndex, q: str, by_cik: bool) -> EndpointAnswer:
     """One page of the matches and the total, from the version's entities in memory."""
-    assert call.page is not None
-    positions = held.matches(q, by_cik) if q else range(len(held.rows))
-    start = call.page.offset
-    rows = [held.rows[at] for at in positions[start : start + call.page.limit]]
-    next_offset = start + len(rows)
-    has_more = next_offset < len(positions)
-    return EndpointAnswer(
-        rows=rows,
-        has_more=has_more,
-        next_offset=next_offset if has_more else None,
-        total=len(positions),
-    )
+    matched = [held.rows[at] for at in held.matches(q, by_cik)] if q else held.rows
+    return offset_page_of(call, matched)
 
 
 @functools.lru_cache(maxsize=16)
