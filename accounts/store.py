@@ -21,6 +21,7 @@ from findata.accounts.tables import accounts, api_keys
 from findata.clock import Clock, as_utc
 from findata.contracts.plans import Plan, load_plans, plan
 from findata.control_plane.raw_reads import RawRead
+from findata.control_plane.schema import versions
 
 EMAIL_PATTERN = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s.]+")
 #: a key's last use is kept to the minute
@@ -97,6 +98,10 @@ _KEY_QUERY = (
     .join(accounts, accounts.c.id == api_keys.c.account_id)
     .where(api_keys.c.key_hash == sa.bindparam("key_hash"))
 )
+#: the same, and the newest published version's id in the same read (``find_key_and_newest``)
+_KEY_AND_NEWEST_VERSION_QUERY = _KEY_QUERY.add_columns(
+    sa.select(sa.func.max(versions.c.id)).scalar_subquery().label("newest_version_id")
+)
 #: owners of the keys used lately kept by a worker (all forgotten when it fills; they are
 #: rebuilt from the next read)
 OWNERS_HELD = 10_000
@@ -108,8 +113,9 @@ class AccountStore:
     def __init__(self, engine: sa.Engine, clock: Clock) -> None:
         self.engine = engine
         self.clock = clock
-        self._key_row = RawRead(engine, _KEY_QUERY)
+        self._key_row = RawRead(engine, _KEY_AND_NEWEST_VERSION_QUERY)
         self._hash_at = self._key_row.columns.index("key_hash")
+        self._newest_at = self._key_row.columns.index("newest_version_id")
         # key hash → (the row as the driver returned it, the owner built from it)
         self._owners: dict[str, tuple[tuple[Any, ...], KeyOwner]] = {}
 
@@ -218,7 +224,14 @@ class AccountStore:
         return found
 
     def find_key(self, key: str) -> KeyOwner | None:
-        """The key's record and account, found by its hash; None when the key is not ours.
+        """The key's record and account, found by its hash; None when the key is not ours."""
+        return self.find_key_and_newest_version(key)[0]
+
+    def find_key_and_newest_version(self, key: str) -> tuple[KeyOwner | None, int | None]:
+        """The key's owner (as ``find_key``) and, read in the same round trip to the control
+        plane, the id of the newest published version (None when the key is not ours, or
+        before the first publish): a data request needs both, and on PostgreSQL each read is
+        a round trip.
 
         The row is read on every call (a revocation, a plan change or a disabled account counts
         from the next request), through the DBAPI cursor; the owner built from an identical
@@ -228,16 +241,18 @@ class AccountStore:
         # the lookup is by hash; compare once more in constant time so no branch depends on
         # how much of a stored hash matched
         if raw is None or not hmac.compare_digest(raw[self._hash_at], presented):
-            return None
+            return None, None
+        newest = raw[self._newest_at]
+        row = raw[: self._newest_at]  # the key's own columns: what the held owner was built from
         held = self._owners.get(presented)
-        if held is not None and held[0] == raw:
-            return held[1]
+        if held is not None and held[0] == row:
+            return held[1], newest
         owner = self._typed_owner(presented)
         if owner is not None:
             if len(self._owners) >= OWNERS_HELD:
                 self._owners.clear()
-            self._owners[presented] = (raw, owner)
-        return owner
+            self._owners[presented] = (row, owner)
+        return owner, newest
 
     def _typed_owner(self, presented: str) -> KeyOwner | None:
         with self.engine.connect() as connection:

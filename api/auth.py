@@ -26,6 +26,19 @@ PLACE_PARAMETER = "api_key query parameter"
 
 
 @dataclass(frozen=True)
+class KeyCheck:
+    """A request's key checked: its owner (None: keyless) and the newest published version's
+    id read with it (None when not read: keyless, or nothing published yet), which a data
+    request then need not read again."""
+
+    owner: KeyOwner | None
+    newest_version_id: int | None = None
+
+
+KEYLESS = KeyCheck(None)
+
+
+@dataclass(frozen=True)
 class KeyReading:
     """What a request carries: a complete key read from ``place``, or the problem found there.
 
@@ -63,8 +76,9 @@ def read_key(headers: Mapping[str, str], query: Mapping[str, str]) -> KeyReading
     return KeyReading(None, None, "missing")
 
 
-def authenticate(reading: KeyReading, store: AccountStore, mode: KeyMode) -> KeyOwner | None:
-    """The key's owner, or None for a keyless request where keys are optional.
+def authenticate(reading: KeyReading, store: AccountStore, mode: KeyMode) -> KeyCheck:
+    """The key's owner (with the newest version's id, read with it), or ``KEYLESS`` for a
+    keyless request where keys are optional.
 
     Raises the spec's 401 for each refused cause and 403 for a disabled account. Where a key is
     optional (resolve, search) only a wrong value in X-API-Key or api_key, or a well-formed
@@ -73,9 +87,9 @@ def authenticate(reading: KeyReading, store: AccountStore, mode: KeyMode) -> Key
     if reading.key is None:
         assert reading.problem is not None
         if mode == "optional" and reading.problem != "incomplete":
-            return None
+            return KEYLESS
         raise Unauthorized(reading.problem, place=reading.place or "")
-    owner = store.find_key(reading.key)
+    owner, newest_version_id = store.find_key_and_newest_version(reading.key)
     if owner is None:
         raise Unauthorized("unrecognised")
     if owner.revoked_at is not None:
@@ -83,4 +97,4 @@ def authenticate(reading: KeyReading, store: AccountStore, mode: KeyMode) -> Key
     if not owner.account.enabled:
         raise AccountDisabled()
     store.note_key_use(owner)
-    return owner
+    return KeyCheck(owner, newest_version_id)

@@ -27,6 +27,7 @@ import sqlalchemy as sa
 
 from findata.accounts.counters import UsageCounters
 from findata.accounts.store import KeyOwner
+from findata.api.auth import KeyCheck
 from findata.api.cache import CachedAnswer, ResponseCache, cache_key
 from findata.api.calls import EndpointAnswer, EndpointCall, PageWindow, endpoint_handle
 from findata.api.client_notices import notice_headers
@@ -118,6 +119,8 @@ class DataRequest:
     client_ip: str
     user_agent: str | None = None
     fit: AnswerFit | None = None
+    #: the newest published version's id, read with the key (None: read it when needed)
+    newest_version_id: int | None = None
 
     @property
     def plan(self) -> Plan | None:
@@ -137,13 +140,21 @@ class DataRequest:
         url_path: str,
         path_values: dict[str, str],
         query: Any,
-        owner: KeyOwner | None,
+        key: KeyCheck,
         client_ip: str,
         user_agent: str | None,
     ) -> DataRequest:
         """A request from a multi-valued ``query`` (the first value of each name counts)."""
         return cls(
-            contract, path, url_path, path_values, first_values(query), owner, client_ip, user_agent
+            contract,
+            path,
+            url_path,
+            path_values,
+            first_values(query),
+            key.owner,
+            client_ip,
+            user_agent,
+            newest_version_id=key.newest_version_id,
         )
 
 
@@ -173,7 +184,7 @@ def answer_within_time_limit(serving: Serving, request: DataRequest) -> DataResp
     cursor = read_cursor(serving.cursors, request)
     check_plan(request.contract, request.plan)
     check_parameters_after_plan(request, params)
-    version = version_to_read(serving.published, cursor)
+    version = version_to_read(serving.published, cursor, request.newest_version_id)
     check_pages_per_query(cursor, request.plan)
     lease = serving.published.lease(version)  # released when the handler is done, whatever
     try:
@@ -222,14 +233,17 @@ def check_parameters_after_plan(request: DataRequest, params: RequestParams) -> 
             params.values[name] = validate_path_parameter(declared, raw)
 
 
-def version_to_read(published: PublishedData, cursor: CursorState | None) -> Version:
-    """The version a cursor was issued on (a 400 once it is gone), else the current one."""
+def version_to_read(
+    published: PublishedData, cursor: CursorState | None, newest_id: int | None
+) -> Version:
+    """The version a cursor was issued on (a 400 once it is gone), else the current one
+    (``newest_id``: the newest version's id as this request read it with its key)."""
     if cursor is not None:
         version = published.by_label(cursor.version)
         if version is None:
             raise ApiError("bad_request", VERSION_GONE)
         return version
-    version = published.current()
+    version = published.current(newest_id)
     if version is None:
         raise ApiError("internal_error", NO_VERSION)
     return version

@@ -1,6 +1,6 @@
 """Routes generated from ``contracts/endpoints/*.yaml``: one GET route per contract path.
 
-A generated route reads the key as its contract says (``api/deps.py: KEY_READERS``; never, on a
+A generated route reads the key as its contract says (``api/deps.py: KEY_CHECKS``; never, on a
 service endpoint whose contract says so), turns the HTTP request into a ``DataRequest`` and
 answers it with ``api/service_requests.py``: a data endpoint runs the spec's steps in order
 (``api/data_requests.py``), a service endpoint (status, usage) its handler alone. The route's
@@ -20,9 +20,9 @@ from fastapi.routing import APIRoute
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
-from findata.accounts.store import KeyOwner
+from findata.api.auth import KeyCheck
 from findata.api.data_requests import UPGRADE_TEXT, DataRequest, Serving
-from findata.api.deps import KEY_READERS
+from findata.api.deps import KEY_CHECKS
 from findata.api.front_door import path_value
 from findata.api.response_docs import route_responses
 from findata.api.service_requests import answer_request
@@ -59,14 +59,14 @@ def _route_class(contract: EndpointContract) -> type[APIRoute]:
     the OpenAPI document, but a request is served in one step on one worker thread (the key
     read, then the data request), without FastAPI's per-parameter validation (ours, with the
     spec's texts, runs anyway) or a thread hop per dependency."""
-    read_owner = KEY_READERS[contract.key]
+    check_key = KEY_CHECKS[contract.key]
 
     class ContractRoute(APIRoute):
         def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
             route = self.endpoint
 
             def served(request: Request) -> Response:
-                return route(request, read_owner(request, request.app.state.accounts))
+                return route(request, check_key(request, request.app.state.accounts))
 
             async def handle(request: Request) -> Response:
                 return await run_in_threadpool(served, request)
@@ -79,7 +79,7 @@ def _route_class(contract: EndpointContract) -> type[APIRoute]:
 def _route(contract: EndpointContract, path: str) -> Callable[..., Response]:
     path_names = re.findall(r"{(\w+)}", path)
 
-    def route(request: Request, owner: KeyOwner | None, **_documented: Any) -> Response:
+    def route(request: Request, key: KeyCheck, **_documented: Any) -> Response:
         # errors of a data endpoint from here on may carry client notices
         request.state.data_endpoint = contract.kind == "data"
         serving: Serving = request.app.state.serving
@@ -89,7 +89,7 @@ def _route(contract: EndpointContract, path: str) -> Callable[..., Response]:
             request.url.path,
             {name: path_value(value) for name, value in request.path_params.items()},
             request.query_params,
-            owner,
+            key,
             request.client.host if request.client else "unknown",
             request.headers.get("user-agent"),
         )

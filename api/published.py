@@ -131,15 +131,19 @@ class PublishedData:
         self._stopping = threading.Event()
         self._warming: set[threading.Thread] = set()
 
-    def current(self) -> Version | None:
+    def current(self, newest_id: int | None = None) -> Version | None:
         """The current version, or None before the first publish.
 
         Asked of the control plane on every call (a version published a moment ago is served
         by every worker from the next request), as the newest id alone through the DBAPI
-        cursor; the version's row is read when that id is not the one read last time. A
+        cursor, unless the caller read it during its request (``newest_id``: a data request
+        reads it with its key, in one round trip); the version's row is read when that id is
+        not the one read last time. A
         version this host has yet to fetch from the bucket is fetched in the background while
         the version before is served (waited for when there is none)."""
-        (newest,) = self._newest_id.first() or (None,)
+        newest = newest_id
+        if newest is None:
+            (newest,) = self._newest_id.first() or (None,)
         if newest is None:
             return None
         held = self._current

@@ -5,6 +5,8 @@ summed by part of the stack and the costliest functions printed.
 
     .venv/bin/python benchmarks/profile_request.py [--home H] [--requests 2000] [--top 25]
     .venv/bin/python benchmarks/profile_request.py --home H --extra interval=1w
+    .venv/bin/python benchmarks/profile_request.py --home H \
+        --database-url postgresql+psycopg://postgres@127.0.0.1:5432/DB --cache-url redis://…/7
 
 Uses the home's published version (building the small demo when there is none) and a
 Redistribution key it creates; each request asks one security's last year with a new window
@@ -59,9 +61,17 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--extra", default="", help="more parameters, e.g. interval=1w")
+    parser.add_argument(
+        "--database-url", help="a PostgreSQL control plane (postgresql+psycopg://…, migrated here)"
+    )
+    parser.add_argument("--cache-url", help="redis://… for the response cache and quota counters")
     args = parser.parse_args()
-    home, key = prepare_home(args.home, "findata-profile-")
+    home, key = prepare_home(args.home, "findata-profile-", args.database_url)
     os.environ["FINDATA_HOME"] = str(home.resolve())
+    if args.database_url:
+        os.environ["FINDATA_DATABASE_URL"] = args.database_url
+    if args.cache_url:
+        os.environ["FINDATA_CACHE_URL"] = args.cache_url
 
     import findata.api.generate as routes
     from findata.api.app import create_app

@@ -51,8 +51,9 @@ log = logging.getLogger("findata.api")
 MCP_PATH = "/mcp"
 #: JSON-RPC's code for a refused key (spec)
 KEY_REFUSED = -32000
-#: where the key check leaves the key's owner for the tool handler
-OWNER_STATE = "findata_owner"
+#: where the key check leaves the checked key (its owner, the newest version read with it) for
+#: the tool handler
+KEY_STATE = "findata_key"
 #: the one HTTP method of the endpoint
 ALLOWED = "POST"
 #: what a client learns at ``initialize`` (or ``server/discover``)
@@ -89,10 +90,11 @@ def mcp_server(serving: Serving, budget: int) -> Server[Any]:
             url_path=asked.url_path,
             path_values=asked.path_values,
             sent=asked.sent,
-            owner=request.scope["state"][OWNER_STATE],
+            owner=request.scope["state"][KEY_STATE].owner,
             client_ip=request.client.host if request.client else "unknown",
             user_agent=request.headers.get("user-agent"),
             fit=budget_for(contract, arguments, budget),
+            newest_version_id=request.scope["state"][KEY_STATE].newest_version_id,
         )
         try:
             answer = await anyio.to_thread.run_sync(answer_request, serving, data_request)
@@ -147,16 +149,16 @@ class McpEndpoint:
             return
         try:
             reading = read_key(request.headers, request.query_params)
-            owner = await anyio.to_thread.run_sync(
+            checked = await anyio.to_thread.run_sync(
                 authenticate, reading, self._accounts, "required"
             )
         except ApiError as refused:
             await _key_refused(body, refused)(scope, receive, send)
             return
         state = scope.setdefault("state", {})
-        state[OWNER_STATE] = _owner(owner)
+        state[KEY_STATE] = checked
         # the request's log line names the account, as a REST request's does (api/deps.py)
-        state["account_id"] = state[OWNER_STATE].account.id
+        state["account_id"] = _owner(checked.owner).account.id
         accepted = request.headers.get("accept", "")
         streams = "text/event-stream" in accepted or "*/*" in accepted or not accepted
         sessions = self.streamed if streams else self.plain

@@ -22,6 +22,7 @@ from findata.accounts.store import (
 )
 from findata.accounts.tables import accounts, api_keys
 from findata.clock import ManualClock
+from findata.control_plane.schema import versions
 
 START = dt.datetime(2026, 11, 22, 9, 30, tzinfo=dt.UTC)
 KEY_FORMAT = re.compile(r"fdk_[0-9a-f]{32}")
@@ -248,6 +249,31 @@ def test_find_key_sees_each_change_of_the_row_at_the_next_lookup(
     revoked = store.find_key(issued.key)
     assert revoked is not None and revoked.revoked_at == clock.now()
     assert store.find_key(new_key()) is None
+
+
+def test_the_key_read_also_reads_the_newest_version(store: AccountStore) -> None:
+    """A data request's key check reads the newest published version's id in the same round
+    trip: None before the first publish, then the highest id, seen from the next read as a
+    version is published (the owner held from an unchanged key row is kept across)."""
+    issued = store.create_key(store.create_account("alice@example.com", "pro").id)
+    owner, newest = store.find_key_and_newest_version(issued.key)
+    assert owner is not None and newest is None
+    for number in (1, 2):
+        with store.engine.begin() as connection:
+            published = connection.execute(
+                versions.insert().values(
+                    label=f"v{number}",
+                    file_name=f"v{number}.duckdb",
+                    run_id="test",
+                    published_at=START,
+                    content_hash="0" * 64,
+                    data_through={},
+                    row_counts={},
+                )
+            ).inserted_primary_key[0]
+        again, newest = store.find_key_and_newest_version(issued.key)
+        assert again is owner and newest == published
+    assert store.find_key_and_newest_version(new_key()) == (None, None)
 
 
 def test_find_key_compares_hashes_with_compare_digest(

@@ -15,7 +15,7 @@ UNKNOWN = "fdk_" + "7" * 32
 
 def _optional(api: RunningApi, headers: dict[str, str], query: dict[str, str] | None = None):
     lowered = {name.lower(): value for name, value in headers.items()}
-    return authenticate(read_key(lowered, query or {}), api.store, "optional")
+    return authenticate(read_key(lowered, query or {}), api.store, "optional").owner
 
 
 @pytest.mark.parametrize(
