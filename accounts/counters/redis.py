@@ -72,6 +72,20 @@ return {'ok', redis.call('HINCRBY', KEYS[1], 'requests', ARGV[1]),
         redis.call('HINCRBY', KEYS[1], 'rows', ARGV[2])}
 """
 
+# KEYS: the day's and the hour's counters, the day's set of distinct entities. ARGV: the rows,
+# then the entity ids. The day's rows and distinct entities after; what is missing otherwise.
+# An answer is counted in one round trip (rows and entities are both known once it is built).
+COUNT_ANSWER = """
+if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('EXISTS', KEYS[2]) == 0 then
+  return {'missing_counters'}
+end
+if redis.call('EXISTS', KEYS[3]) == 0 then return {'missing_entities'} end
+redis.call('HINCRBY', KEYS[2], 'rows', ARGV[1])
+local rows = redis.call('HINCRBY', KEYS[1], 'rows', ARGV[1])
+if #ARGV > 1 then redis.call('SADD', KEYS[3], unpack(ARGV, 2)) end
+return {'ok', rows, redis.call('SCARD', KEYS[3]) - 1}
+"""
+
 # KEYS: one counter. ARGV: requests, rows, refused from the control plane, the TTL.
 SEED_COUNTER = """
 if redis.call('EXISTS', KEYS[1]) == 0 then
@@ -122,6 +136,7 @@ class RedisCounters(UsageCounters):
         self.writer = UsageWriter(engine, self.pending, interval)
         self._reserve = self.redis.register_script(RESERVE)
         self._add = self.redis.register_script(ADD)
+        self._count_answer = self.redis.register_script(COUNT_ANSWER)
         self._seed_counter = self.redis.register_script(SEED_COUNTER)
         self._add_distinct = self.redis.register_script(ADD_DISTINCT)
         self._seed_distinct = self.redis.register_script(SEED_DISTINCT)
@@ -156,10 +171,27 @@ class RedisCounters(UsageCounters):
     def count_answer(
         self, subject: str, at: dt.datetime, call: AnsweredCall, entities: list[str]
     ) -> tuple[int, int]:
-        rows_today = self._add_to_windows(subject, at, 0, call.rows)[1]
-        entities_today = self.add_distinct(subject, at.date(), "entity", entities)
+        starts = {window: window_start(at, window) for window in WINDOWS}
+        keys = [self._counter_key(subject, window, start) for window, start in starts.items()]
+        keys.append(self._distinct_key(subject, at.date(), "entity"))
+        first, rest = entities[:SEED_CHUNK], entities[SEED_CHUNK:]  # Lua unpacks a few thousand
+        answer = self._count_answer(keys=keys, args=[call.rows, *first])
+        while answer[0] != b"ok":  # each is loaded once, whichever process gets there first
+            if answer[0] == b"missing_counters":
+                for window, start in starts.items():
+                    self._seed(subject, window, start)
+            else:
+                self._seed_day(subject, at.date(), "entity")
+            answer = self._count_answer(keys=keys, args=[call.rows, *first])
+        for window, start in starts.items():
+            self.pending.add_count((subject, window, start), 0, call.rows)
+        if first:
+            self.pending.add_distinct((subject, at.date(), "entity"), first)
+        entities_today = int(answer[2])
+        if rest:
+            entities_today = self.add_distinct(subject, at.date(), "entity", rest)
         self.pending.add_call({"subject": subject, "at": at, **asdict(call)})
-        return rows_today, entities_today
+        return int(answer[1]), entities_today
 
     def add_distinct(self, subject: str, day: dt.date, kind: str, values: list[str]) -> int:
         key = self._distinct_key(subject, day, kind)

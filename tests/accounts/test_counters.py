@@ -220,3 +220,24 @@ def test_a_busy_day_is_read_back_from_the_control_plane(
     assert counters.add_distinct("acct", TEN.date(), "entity", ["5", "12000"]) == 12_001
     many = [str(n) for n in range(11_000, 21_000)]  # an answer may name thousands at once
     assert counters.add_distinct("acct", TEN.date(), "entity", many) == 21_000
+
+
+def test_an_answer_is_counted_on_what_the_control_plane_holds(
+    engine: sa.Engine, counters: UsageCounters
+) -> None:
+    """An answer's rows and entities, counted on a day an earlier process had counted (its
+    windows and entities loaded the first time they are used), naming more entities than one
+    Redis script call takes: the same counts on every kind, and the same durable ones."""
+    from findata.accounts.usage import add_distinct
+
+    with engine.begin() as connection:
+        add_usage(connection, "acct", TEN, requests=2, rows=30)
+        add_distinct(connection, "acct", TEN.date(), "entity", [str(n) for n in range(1500)])
+    answered = AnsweredCall("holdings", 200, 1, 7)
+    named = [str(n) for n in range(1000, 3500)]  # 500 known, 2,000 new
+    assert counters.count_answer("acct", TEN, answered, named) == (37, 3500)
+    assert counters.count_answer("acct", TEN, answered, []) == (44, 3500)
+    counters.flush()
+    assert _durable(engine, "acct", TEN) == {"day": (2, 44), "hour": (2, 44)}
+    with engine.connect() as connection:
+        assert count_distinct(connection, "acct", TEN.date(), "entity") == 3500
