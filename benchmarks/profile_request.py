@@ -10,7 +10,7 @@ summed by part of the stack and the costliest functions printed.
 
 Uses the home's published version (building the small demo when there is none) and a
 Redistribution key it creates; each request asks one security's last year with a new window
-(no response-cache hits), as ``api_floor.py`` does. The HTTP layer (uvicorn, the test
+(no response-cache hits), as ``api_floor.py`` does (``--cached``: the same URL every time). The HTTP layer (uvicorn, the test
 client) is not profiled; the profiler slows what it measures, so read the figures as shares.
 """
 
@@ -65,6 +65,9 @@ def main() -> None:
         "--database-url", help="a PostgreSQL control plane (postgresql+psycopg://…, migrated here)"
     )
     parser.add_argument("--cache-url", help="redis://… for the response cache and quota counters")
+    parser.add_argument(
+        "--cached", action="store_true", help="the same URL every time: response-cache hits"
+    )
     args = parser.parse_args()
     home, key = prepare_home(args.home, "findata-profile-", args.database_url)
     os.environ["FINDATA_HOME"] = str(home.resolve())
@@ -88,14 +91,15 @@ def main() -> None:
             listed = connection.sql("SELECT DISTINCT entity_id FROM prices ORDER BY 1")
             ids = [row[0] for row in listed.fetchall()]
         extra = f"&{args.extra}" if args.extra else ""
-        urls = [_url(ids, n, as_of) + extra for n in range(args.requests)]
-        for url in urls[:50]:  # warm: connections, first loads
-            client.get(url + "&w=1")
+        urls = [_url(ids, 0 if args.cached else n, as_of) + extra for n in range(args.requests)]
+        for url in urls[:50]:  # warm: connections, first loads (and the cached answer)
+            client.get(url if args.cached else url + "&w=1")
         PROFILING.set()
         started = time.perf_counter()
         for url in urls:
             response = client.get(url)
-            assert response.status_code == 200 and "Age" not in response.headers, response.text
+            hit = "Age" in response.headers
+            assert response.status_code == 200 and hit == args.cached, response.headers
         elapsed = time.perf_counter() - started
         PROFILING.clear()
     print(
