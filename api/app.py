@@ -96,7 +96,7 @@ def create_app(
         served_copy_bytes=int(settings.served_tables_mb * 2**20),
     )
     app.state.cursors = CursorCodec(cursor_secret(settings.cursor_secret, settings.home_dir))
-    app.state.cache = response_cache(settings.cache_url)
+    app.state.cache = response_cache(settings.cache_url, int(settings.response_cache_mb * 2**20))
     app.state.metrics = ApiMetrics() if settings.metrics_enabled else None
     skip_unused_record_fields()  # in each worker: a spawned worker starts with the defaults
     app.state.counters = usage_counters_for(

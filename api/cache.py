@@ -64,12 +64,20 @@ def cache_key(version: str, view: str, path: str, sent: Mapping[str, str]) -> st
 
 
 class MemoryCache:
-    """Least recently used answers of this process."""
+    """The answers of this process, their bodies held to ``max_bytes`` in all (least recently
+    used out first; an answer larger than the whole is not kept). Bounded by bytes, not
+    entries: one answer may be a few hundred bytes or several megabytes."""
 
-    def __init__(self, entries: int = 4096) -> None:
-        self._entries = entries
+    def __init__(self, max_bytes: int) -> None:
+        self._max_bytes = max_bytes
+        self._bytes = 0
         self._answers: OrderedDict[str, CachedAnswer] = OrderedDict()
         self._lock = threading.Lock()
+
+    @property
+    def held_bytes(self) -> int:
+        """The bodies' bytes held now."""
+        return self._bytes
 
     def get(self, key: str) -> CachedAnswer | None:
         with self._lock:
@@ -79,11 +87,18 @@ class MemoryCache:
             return answer
 
     def put(self, key: str, answer: CachedAnswer) -> None:
+        size = len(answer.body)
+        if size > self._max_bytes:
+            return
         with self._lock:
+            replaced = self._answers.pop(key, None)
+            if replaced is not None:
+                self._bytes -= len(replaced.body)
             self._answers[key] = answer
-            self._answers.move_to_end(key)
-            while len(self._answers) > self._entries:
-                self._answers.popitem(last=False)
+            self._bytes += size
+            while self._bytes > self._max_bytes:
+                _, evicted = self._answers.popitem(last=False)
+                self._bytes -= len(evicted.body)
 
     def check(self) -> None:
         """This process's memory always answers."""
@@ -131,6 +146,7 @@ def _answer_of(stored: bytes) -> CachedAnswer:
     return CachedAnswer(body=body, **orjson.loads(about))
 
 
-def response_cache(url: str | None) -> ResponseCache:
-    """The configured cache: Redis for a ``redis://`` URL, else this process's memory."""
-    return RedisCache(url) if url else MemoryCache()
+def response_cache(url: str | None, memory_bytes: int) -> ResponseCache:
+    """The configured cache: Redis for a ``redis://`` URL, else this process's memory (its
+    answers' bodies held to ``memory_bytes``)."""
+    return RedisCache(url) if url else MemoryCache(memory_bytes)

@@ -10,8 +10,9 @@ summed by part of the stack and the costliest functions printed.
 
 Uses the home's published version (building the small demo when there is none) and a
 Redistribution key it creates; each request asks one security's last year with a new window
-(no response-cache hits), as ``api_floor.py`` does (``--cached``: the same URL every time). The HTTP layer (uvicorn, the test
-client) is not profiled; the profiler slows what it measures, so read the figures as shares.
+(no response-cache hits), as ``api_floor.py`` does (``--cached``: the same URL every time). The
+HTTP layer (uvicorn, the test client) is not profiled; the profiler slows what it measures, so
+read the figures as shares.
 """
 
 from __future__ import annotations

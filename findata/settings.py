@@ -128,6 +128,13 @@ class Settings(BaseSettings):
         "a version's index rosters, entities for search, resolve's memberships and links); "
         "least recently used first out. 0 turns it off: every request asks DuckDB.",
     )
+    response_cache_mb: float = Field(
+        default=128.0,
+        ge=0,
+        description="Memory each API worker may use for its response cache (answers' bodies, "
+        "least recently used out first) when there is no cache_url; with one, answers are kept "
+        "in Redis, bounded by Redis's own maxmemory. 0: nothing is kept.",
+    )
     served_tables_mb: float = Field(
         default=512.0,
         ge=0,

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from findata.api.app import create_app
+from findata.api.cache import CachedAnswer, MemoryCache
 from findata.settings import Settings
 from tests.api.endpoints.api_calls import before_as_of
 from tests.api.server import RunningApi, serve, start_clock
@@ -62,6 +63,29 @@ def test_keyless_resolve_is_not_kept(api: RunningApi, scenarios: dict) -> None:
         keyed = client.get(path, headers={"X-API-Key": api.new_key("pro").key})
     assert "Age" not in again.headers and again.headers["Cache-Control"] == "no-store"
     assert "restricted" in again.json() and "restricted" not in keyed.json()
+
+
+def _answer(size: int) -> CachedAnswer:
+    return CachedAnswer(b"x" * size, {}, 0.0, 1, [])
+
+
+def test_the_memory_cache_holds_its_bytes_least_recently_used_out_first() -> None:
+    """A worker's cache is bounded by its answers' bytes (``response_cache_mb``), not by how
+    many there are: an answer of several megabytes counts as what it is."""
+    cache = MemoryCache(max_bytes=1000)
+    for name in ("a", "b", "c"):
+        cache.put(name, _answer(300))
+    assert cache.get("a") is not None  # now the most recently used
+    cache.put("d", _answer(300))  # 1,200 bytes: b, the least recently used, goes
+    assert [cache.get(n) is not None for n in "abcd"] == [True, False, True, True]
+    cache.put("c", _answer(100))  # a key put again counts once, at its new size
+    assert cache.held_bytes == 700
+    cache.put("huge", _answer(1001))  # larger than the whole: not kept, nothing evicted
+    assert cache.get("huge") is None and cache.held_bytes == 700
+    cache.put("e", _answer(900))  # a then d go (the oldest); c's 100 bytes fit beside e
+    assert [cache.get(n) is not None for n in "acde"] == [False, True, False, True]
+    assert cache.held_bytes == 1000
+    assert MemoryCache(max_bytes=0).get("a") is None
 
 
 @pytest.fixture
