@@ -466,7 +466,7 @@ def test_a_partial_build_runs_the_dbt_tests_of_what_it_rebuilt(steps: Steps) -> 
     (cautious selection), and not the tests of marts the day's bars do not reach."""
     ran = steps.facts["dbt_tests_of_one_day"]
     assert ran and set(ran.values()) == {"pass"}
-    assert any(name.startswith("not_null_prices_") for name in ran)
+    assert any(name.startswith("relationships_prices_entity_id_") for name in ran)
     # entities is rebuilt (its listing dates read prices): a relationship to it ran
     assert "entities" not in steps.outcomes["one_day"].unchanged_marts
     assert "relationships_insider_transactions_entity_id__entity_id__ref_entities_" in ran
