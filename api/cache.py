@@ -9,6 +9,7 @@ default; ``FINDATA_CACHE_URL=redis://…`` shares one cache between workers and 
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import hashlib
 import logging
@@ -19,6 +20,8 @@ from dataclasses import asdict, dataclass
 from typing import Protocol
 
 import orjson
+
+from findata.api.responses import kept_bytes
 
 log = logging.getLogger("findata.api.cache")
 
@@ -90,6 +93,8 @@ class MemoryCache:
         size = len(answer.body)
         if size > self._max_bytes:
             return
+        # held at its own size: the bytes counted are the bytes held
+        answer = dataclasses.replace(answer, body=kept_bytes(answer.body))
         with self._lock:
             replaced = self._answers.pop(key, None)
             if replaced is not None:

@@ -26,7 +26,7 @@ from typing import Any, Protocol, TypeVar
 
 import orjson
 
-from findata.api.responses import json_bytes
+from findata.api.responses import json_text
 
 #: what a kept row costs beyond its JSON text: the Fragment, the bytes object, list slots, key
 ROW_OVERHEAD_BYTES = 120
@@ -108,7 +108,7 @@ class EntityRows:
         size = 0
         sign = -1 if newest_first else 1
         for row in rows:
-            text = json_bytes(row)
+            text = json_text(row)
             keys.append(sign * row[date_field].toordinal())
             texts.append(orjson.Fragment(text))
             entities.append(row["entity_id"])

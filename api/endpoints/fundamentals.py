@@ -24,7 +24,7 @@ from sqlglot import exp
 
 from findata.api.calls import EndpointAnswer, EndpointCall, page_answer, paged, split_page
 from findata.api.query import column, fetch_dicts_of_sql, order_by, slot
-from findata.api.responses import json_bytes
+from findata.api.responses import json_text
 from findata.api.subjects import parse_tickers
 from findata.contracts.endpoints import OrderTerm
 
@@ -171,8 +171,8 @@ def _company_statements(call: EndpointCall, every_row: Shape, issuer: int) -> Co
     rows: list[Statement] = []
     size = 0
     for row in fetch_dicts_of_sql(call.data, sql, {"issuer_0": issuer}):
-        text = json_bytes(row)
-        unsuperseded = json_bytes({**row, "superseded_on": None}) if row["superseded_on"] else None
+        text = json_text(row)
+        unsuperseded = json_text({**row, "superseded_on": None}) if row["superseded_on"] else None
         period_days.append(row["period_end"].toordinal())
         rows.append(
             Statement(

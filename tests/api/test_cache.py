@@ -4,6 +4,7 @@ never cross plans' views, and are shared between workers through Redis when conf
 from __future__ import annotations
 
 import datetime as dt
+import tracemalloc
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,6 +13,7 @@ import pytest
 
 from findata.api.app import create_app
 from findata.api.cache import CachedAnswer, MemoryCache
+from findata.api.responses import json_bytes
 from findata.settings import Settings
 from tests.api.endpoints.api_calls import before_as_of
 from tests.api.server import RunningApi, serve, start_clock
@@ -86,6 +88,23 @@ def test_the_memory_cache_holds_its_bytes_least_recently_used_out_first() -> Non
     assert [cache.get(n) is not None for n in "acde"] == [False, True, False, True]
     assert cache.held_bytes == 1000
     assert MemoryCache(max_bytes=0).get("a") is None
+
+
+def test_the_memory_cache_holds_about_the_bytes_it_counts() -> None:
+    """Answers as the API makes them (orjson, whose buffers are kilobytes for a short answer)
+    are held at their own size: the budget counts what the worker holds."""
+    cache = MemoryCache(max_bytes=2**30)
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for n in range(1000):
+            body = json_bytes({"data": [{"entity_id": n, "ticker": "ABC"}], "meta": {"n": n}})
+            cache.put(str(n), CachedAnswer(body, {}, 0.0, 1, [n]))
+        taken = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    # beyond the bodies: each answer's record, its key and the cache's own slot
+    assert taken <= cache.held_bytes + 1000 * 600, (taken, cache.held_bytes)
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import itertools
+import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -551,3 +552,22 @@ def test_store_keeps_within_its_budget_least_recently_used_out() -> None:
     assert big.too_large(("v1", "prices", 1, "all"))  # and remembered, until its version goes
     big.drop_version("v1")
     assert not big.too_large(("v1", "prices", 1, "all"))
+
+
+def test_an_entry_holds_about_the_bytes_it_counts() -> None:
+    """The budget counts an entry's ``size``; the memory the entry holds (measured by
+    tracemalloc, the rows' own allocations) stays within a fifth of it, whatever buffer the
+    JSON encoder wrote each row into (orjson's hold kilobytes for a row of a few hundred
+    bytes: a worker budgeted 256 MB grew by 3 GB)."""
+    rows = [
+        {**row, "entity_name": "Nordic Semiconductor Holdings Inc", "note": "x" * 300}
+        for row in _rows(1, 2000)
+    ]
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        held = EntityRows.of(rows)
+        taken = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert held.size * 0.8 <= taken <= held.size * 1.2, (taken, held.size)
