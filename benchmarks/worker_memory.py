@@ -8,9 +8,11 @@ the response cache in the worker's memory) and reads the resident size of its pr
 (``/proc``) after start-up, after the first request (the current version opened and its
 served tables copied), and after every security's whole price history was asked in three row
 shapes (every field, a ``fields=`` subset, ``adjust=split``; 5,000 rows a page) by four clients,
-then once more: the row store, the response cache and the served tables are then as full as
-their budgets let them be. Each stage prints the resident size, and the last line what the
-settings allow (row store + response cache + served tables) beside what the worker grew by.
+then once more (each time with a new account's key: the large demo's histories, twice, pass
+the Redistribution plan's rows an hour): the row store, the response cache and the served
+tables are then as full as their budgets let them be. Each stage prints the resident size, and
+the last line what the settings allow (row store + response cache + served tables) beside what
+the worker grew by.
 DuckDB's own working memory (a query's hash tables) is not bounded by these settings.
 """
 
@@ -94,7 +96,9 @@ def main() -> None:
             for entity in ids
         ]
         for rounds in ("once", "twice"):
-            _ask(server.url, key, paths)
+            # a new account each time: two rounds of the large demo pass a plan's rows an hour
+            _, round_key = prepare_home(home, "findata-memory-")
+            _ask(server.url, round_key, paths)
             label = f"{len(ids)} securities x {len(SHAPES)} shapes, {rounds}"
             print(f"{label:<44} {resident_mib(pid):8.0f} MiB")
         full = resident_mib(pid)
