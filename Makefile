@@ -44,12 +44,11 @@ test-machine:
 
 # Both cores (this project's machines have two): each test module runs whole on one worker, so
 # its module fixtures are built once; the session's demo builds are shared by the workers
-# (tests/shared_builds.py); modules are handed out in collection order, the slow ones first
-# (tests/conftest.py: SLOW_MODULES_FIRST). TEST_WORKERS=0 runs in one process.
+# (tests/shared_builds.py). TEST_WORKERS=0 runs in one process.
 TEST_WORKERS ?= 2
 
 test: lint test-machine
-	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 # The demo-building tests on a dozen calendar-edge days, each run under faketime (Debian's
 # package), which sets the day every process of the run sees: nothing may depend on the day.
@@ -63,7 +62,7 @@ DAY_TESTS ?= tests/orchestration tests/sources tests/demo tests/published tests/
 test-days: install test-machine
 	@failed=""; for day in $(TEST_DAYS); do \
 		echo "== $$day"; \
-		faketime "$$day" $(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -p no:cacheprovider \
+		faketime "$$day" $(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile -p no:cacheprovider \
 			$(DAY_TESTS) || failed="$$failed $$day"; \
 	done; \
 	if [ -n "$$failed" ]; then echo "failed on:$$failed"; exit 1; fi

@@ -35,31 +35,6 @@ pytest_plugins = (
 
 _TEST_MODULES = pytest.StashKey[dict[str, Path]]()
 
-#: The modules that take minutes (set-up and tests, measured in full runs on the CI machine's
-#: kind), longest first: collected first, so that the two xdist workers, which take whole
-#: modules in collection order (``make test``: ``--dist loadfile --no-loadscope-reorder``),
-#: start on them and fill in with the short ones. xdist's own order (the most tests first) left
-#: modules of few slow tests, the pipeline's among them, for the end, one worker running them
-#: while the other waited. The first two need the two shared builds: they are made at once.
-SLOW_MODULES_FIRST = (
-    "orchestration/test_pipeline.py",  # 15 refreshes in one fixture: ~400 s
-    "api/test_row_store.py",  # three servers compared on every page: ~180 s
-    "clients/test_replica.py",  # refreshes and killed syncs: ~180 s
-    "demo/test_generator_properties.py",  # 400 generated demos and a dozen small ones: ~150 s
-    "scale_out/test_multi_host.py",  # nginx, MinIO, three hosts: ~130 s
-    "orchestration/test_contract_checks.py",
-    "orchestration/test_refresh_lock.py",
-    "orchestration/test_definitions.py",
-    "findata/test_ui_stops.py",
-    "findata/test_cli.py",
-    "orchestration/test_postgres_pipeline.py",
-    "orchestration/test_sec_refresh.py",
-    "findata/test_logs.py",
-    "sources/test_landing.py",
-    "orchestration/test_disk_full.py",
-    "clients/test_client_dist.py",
-)
-
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
@@ -201,13 +176,6 @@ def control_plane_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterato
     else:
         with fresh_postgres_database() as url:
             yield url
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The slow modules first (``SLOW_MODULES_FIRST``), the rest in their usual order."""
-    tests = Path(__file__).parent
-    rank = {module: n for n, module in enumerate(SLOW_MODULES_FIRST)}
-    items.sort(key=lambda item: rank.get(item.path.relative_to(tests).as_posix(), len(rank)))
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> None:
