@@ -176,13 +176,19 @@ class RedisCounters(UsageCounters):
         keys.append(self._distinct_key(subject, at.date(), "entity"))
         first, rest = entities[:SEED_CHUNK], entities[SEED_CHUNK:]  # Lua unpacks a few thousand
         answer = self._count_answer(keys=keys, args=[call.rows, *first])
-        while answer[0] != b"ok":  # each is loaded once, whichever process gets there first
+        # each is loaded once, whichever process gets there first: the windows, then the day's
+        # entities; a third answer other than ok means Redis drops what is loaded
+        for _ in range(2):
+            if answer[0] == b"ok":
+                break
             if answer[0] == b"missing_counters":
                 for window, start in starts.items():
                     self._seed(subject, window, start)
             else:
                 self._seed_day(subject, at.date(), "entity")
             answer = self._count_answer(keys=keys, args=[call.rows, *first])
+        if answer[0] != b"ok":
+            raise redis.RedisError(f"usage counters of {subject} not kept: {answer[0]!r}")
         for window, start in starts.items():
             self.pending.add_count((subject, window, start), 0, call.rows)
         if first:
