@@ -1,5 +1,5 @@
 """What the API benchmarks share: the ``findata`` command on a home, a home with a published demo
-and a Redistribution key, and a free loopback port."""
+and a Redistribution key, a free loopback port, and a server's process tree and its memory."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -95,3 +96,25 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
+
+
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and every process below it (uvicorn's workers are its children)."""
+    found = [pid]
+    for parent in found:
+        for task in Path(f"/proc/{parent}/task").glob("*"):
+            with suppress(OSError):
+                found += [int(c) for c in (task / "children").read_text().split()]
+    return found
+
+
+def rss_mib(pids: list[int]) -> float:
+    """The summed resident memory of ``pids`` in MiB (processes gone count 0)."""
+    total = 0
+    for pid in pids:
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            continue
+        total += next(int(line.split()[1]) for line in status.splitlines() if line[:6] == "VmRSS:")
+    return total / 1024

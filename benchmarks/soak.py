@@ -44,7 +44,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager, suppress
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -52,7 +52,7 @@ from typing import Any
 
 import httpx
 import sqlalchemy as sa
-from served_homes import FINDATA, free_port, wait_until_answering
+from served_homes import FINDATA, free_port, process_tree, rss_mib, wait_until_answering
 
 from findata.accounts.tables import usage_counters, usage_log
 from findata.clock import SystemClock, utc_today
@@ -136,28 +136,6 @@ def postgres_database(server: str) -> Iterator[str]:
         with admin.connect() as connection:
             connection.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         admin.dispose()
-
-
-def process_tree(pid: int) -> list[int]:
-    """``pid`` and every process below it (uvicorn's workers are its children)."""
-    found = [pid]
-    for parent in found:
-        for task in Path(f"/proc/{parent}/task").glob("*"):
-            with suppress(OSError):
-                found += [int(c) for c in (task / "children").read_text().split()]
-    return found
-
-
-def rss_mib(pids: list[int]) -> float:
-    """The summed resident memory of ``pids`` in MiB (processes gone count 0)."""
-    total = 0
-    for pid in pids:
-        try:
-            status = Path(f"/proc/{pid}/status").read_text()
-        except OSError:
-            continue
-        total += next(int(line.split()[1]) for line in status.splitlines() if line[:6] == "VmRSS:")
-    return total / 1024
 
 
 def open_version_files(pids: list[int], published: Path) -> dict[int, set[str]]:

@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 
 import httpx
-from served_homes import FINDATA, findata_env, free_port, prepare_home
+from served_homes import FINDATA, findata_env, free_port, prepare_home, process_tree, rss_mib
 from wrk_runs import start_server
 
 from findata.published.versions import open_version
@@ -35,25 +35,6 @@ SHAPES = {
     "adjust=split": "&adjust=split",
 }
 CLIENTS = 4
-
-
-def resident_mib(pid: int) -> float:
-    """The resident size of ``pid`` and every process under it, in MiB."""
-    total = 0
-    for process in [pid, *_descendants(pid)]:
-        try:
-            status = Path(f"/proc/{process}/status").read_text()
-        except FileNotFoundError:
-            continue
-        total += next(int(line.split()[1]) for line in status.splitlines() if line[:6] == "VmRSS:")
-    return total / 1024
-
-
-def _descendants(pid: int) -> list[int]:
-    found: list[int] = []
-    for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split():
-        found += [int(child), *_descendants(int(child))]
-    return found
 
 
 def main() -> None:
@@ -79,7 +60,7 @@ def main() -> None:
         pid = server.process.pid
         print(f"home {home}; settings (MB): row store {args.row_store_mb}, response cache "
               f"{args.response_cache_mb}, served tables {args.served_tables_mb}")  # fmt: skip
-        started = resident_mib(pid)
+        started = rss_mib(process_tree(pid))
         print(f"{'started':<44} {started:8.0f} MiB")
         with httpx.Client(base_url=server.url, headers={"X-API-Key": key}, timeout=120) as http:
             version = http.get("/v1/status").json()["version"]
@@ -88,7 +69,7 @@ def main() -> None:
             ids = [row[0] for row in connection.sql(
                 "SELECT DISTINCT entity_id FROM prices ORDER BY 1").fetchall()]  # fmt: skip
         _ask(server.url, key, [f"/v1/prices?entity_id={ids[0]}&limit=1"])
-        opened = resident_mib(pid)
+        opened = rss_mib(process_tree(pid))
         print(f"{'version opened (served tables copied)':<44} {opened:8.0f} MiB")
         paths = [
             f"/v1/prices?entity_id={entity}&start=1900-01-01&limit=5000{extra}"
@@ -100,8 +81,8 @@ def main() -> None:
             _, round_key = prepare_home(home, "findata-memory-")
             _ask(server.url, round_key, paths)
             label = f"{len(ids)} securities x {len(SHAPES)} shapes, {rounds}"
-            print(f"{label:<44} {resident_mib(pid):8.0f} MiB")
-        full = resident_mib(pid)
+            print(f"{label:<44} {rss_mib(process_tree(pid)):8.0f} MiB")
+        full = rss_mib(process_tree(pid))
         budget = args.row_store_mb + args.response_cache_mb + args.served_tables_mb
         print(
             f"grew {full - started:.0f} MiB from start; the settings allow {budget:.0f} MB "
