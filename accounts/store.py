@@ -98,7 +98,8 @@ _KEY_QUERY = (
     .join(accounts, accounts.c.id == api_keys.c.account_id)
     .where(api_keys.c.key_hash == sa.bindparam("key_hash"))
 )
-#: the same, and the newest published version's id in the same read (``find_key_and_newest``)
+#: the same, and the newest published version's id in the same read
+#: (``find_key_and_newest_version``)
 _KEY_AND_NEWEST_VERSION_QUERY = _KEY_QUERY.add_columns(
     sa.select(sa.func.max(versions.c.id)).scalar_subquery().label("newest_version_id")
 )

@@ -1,22 +1,14 @@
-"""FastAPI dependencies as ``Annotated`` aliases: what a route may ask for."""
+"""The key check a generated route runs before its request, as its contract's ``key`` says."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated
+from functools import partial
 
-from fastapi import Depends, Request
+from fastapi import Request
 
-from findata.accounts.store import AccountStore, KeyOwner
+from findata.accounts.store import AccountStore
 from findata.api.auth import KEYLESS, KeyCheck, KeyMode, authenticate, read_key
-
-
-def get_store(request: Request) -> AccountStore:
-    """The accounts and keys of the control plane."""
-    return request.app.state.accounts
-
-
-Store = Annotated[AccountStore, Depends(get_store)]
 
 
 def check_key(request: Request, store: AccountStore, mode: KeyMode) -> KeyCheck:
@@ -28,26 +20,14 @@ def check_key(request: Request, store: AccountStore, mode: KeyMode) -> KeyCheck:
     return checked
 
 
-def require_key(request: Request, store: Store) -> KeyOwner:
-    """The owner of the request's key; 401/403 otherwise."""
-    owner = check_key(request, store, "required").owner
-    assert owner is not None
-    return owner
-
-
-def optional_key(request: Request, store: Store) -> KeyOwner | None:
-    """The owner of the request's key, or None for a keyless request (resolve, search)."""
-    return check_key(request, store, "optional").owner
-
-
-CurrentKey = Annotated[KeyOwner, Depends(require_key)]
-OptionalKey = Annotated[KeyOwner | None, Depends(optional_key)]
+def no_key(_request: Request, _store: AccountStore) -> KeyCheck:
+    """No key is read (``/v1/status``: the same answer with any key or none)."""
+    return KEYLESS
 
 
 #: how each contract's ``key`` setting checks the key, as the generated routes do it in one step
-#: (``never``: no key is read, as ``/v1/status`` gives the same answer with any key or none)
 KEY_CHECKS: dict[str, Callable[[Request, AccountStore], KeyCheck]] = {
-    "required": lambda request, store: check_key(request, store, "required"),
-    "optional": lambda request, store: check_key(request, store, "optional"),
-    "never": lambda _request, _store: KEYLESS,
+    "required": partial(check_key, mode="required"),
+    "optional": partial(check_key, mode="optional"),
+    "never": no_key,
 }

@@ -138,9 +138,9 @@ class PublishedData:
         by every worker from the next request), as the newest id alone through the DBAPI
         cursor, unless the caller read it during its request (``newest_id``: a data request
         reads it with its key, in one round trip); the version's row is read when that id is
-        not the one read last time. A
-        version this host has yet to fetch from the bucket is fetched in the background while
-        the version before is served (waited for when there is none)."""
+        not the one read last time. A version this host has yet to fetch from the bucket is
+        fetched in the background while the version before is served (waited for when there is
+        none)."""
         newest = newest_id
         if newest is None:
             (newest,) = self._newest_id.first() or (None,)
