@@ -77,7 +77,7 @@ return {'ok', redis.call('HINCRBY', KEYS[1], 'requests', ARGV[1]),
 # An answer is counted in one round trip (rows and entities are both known once it is built).
 COUNT_ANSWER = """
 if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('EXISTS', KEYS[2]) == 0 then
-  return {'missing_counters'}
+  return {'missing'}
 end
 if redis.call('EXISTS', KEYS[3]) == 0 then return {'missing_entities'} end
 redis.call('HINCRBY', KEYS[2], 'rows', ARGV[1])
@@ -171,26 +171,17 @@ class RedisCounters(UsageCounters):
     def count_answer(
         self, subject: str, at: dt.datetime, call: AnsweredCall, entities: list[str]
     ) -> tuple[int, int]:
-        starts = {window: window_start(at, window) for window in WINDOWS}
-        keys = [self._counter_key(subject, window, start) for window, start in starts.items()]
-        keys.append(self._distinct_key(subject, at.date(), "entity"))
+        entity_key = self._distinct_key(subject, at.date(), "entity")
         first, rest = entities[:SEED_CHUNK], entities[SEED_CHUNK:]  # Lua unpacks a few thousand
-        answer = self._count_answer(keys=keys, args=[call.rows, *first])
-        # each is loaded once, whichever process gets there first: the windows, then the day's
-        # entities; a third answer other than ok means Redis drops what is loaded
-        for _ in range(2):
-            if answer[0] == b"ok":
-                break
-            if answer[0] == b"missing_counters":
-                for window, start in starts.items():
-                    self._seed(subject, window, start)
-            else:
-                self._seed_day(subject, at.date(), "entity")
-            answer = self._count_answer(keys=keys, args=[call.rows, *first])
+        args = [call.rows, *first]
+        answer = self._run_on_windows(self._count_answer, subject, at, args, [entity_key])
+        if answer[0] == b"missing_entities":  # loaded once, whichever process gets there first
+            self._seed_day(subject, at.date(), "entity")
+            answer = self._run_on_windows(self._count_answer, subject, at, args, [entity_key])
         if answer[0] != b"ok":
             raise redis.RedisError(f"usage counters of {subject} not kept: {answer[0]!r}")
-        for window, start in starts.items():
-            self.pending.add_count((subject, window, start), 0, call.rows)
+        for window in WINDOWS:
+            self.pending.add_count((subject, window, window_start(at, window)), 0, call.rows)
         if first:
             self.pending.add_distinct((subject, at.date(), "entity"), first)
         entities_today = int(answer[2])
@@ -270,11 +261,18 @@ class RedisCounters(UsageCounters):
         return [int(value) for value in answer[1:]]
 
     def _run_on_windows(
-        self, script: Any, subject: str, at: dt.datetime, args: list[Any]
+        self,
+        script: Any,
+        subject: str,
+        at: dt.datetime,
+        args: list[Any],
+        more_keys: list[str] | None = None,
     ) -> list[Any]:
-        """Run a script on the day and hour counters of ``at``, seeding them once if missing."""
+        """Run a script on the day and hour counters of ``at`` (then ``more_keys``), seeding the
+        counters once if missing."""
         starts = {window: window_start(at, window) for window in WINDOWS}
         keys = [self._counter_key(subject, window, start) for window, start in starts.items()]
+        keys += more_keys or []
         answer = script(keys=keys, args=args)
         if answer[0] == b"missing":
             for window, start in starts.items():
